@@ -1,0 +1,16 @@
+# Writes OUT, a C++ file holding the text of every op definition in OPS_DIR, so that the fracsim
+# binary carries its ISA with it. Run at build time; the build re-runs it when a YAML changes.
+file(GLOB op_files "${OPS_DIR}/*.yaml")
+list(SORT op_files)
+set(body "// Generated from isa/ops/*.yaml by isa/embed_ops.cmake. Do not edit.\n")
+string(APPEND body "#include \"isa/builtin_ops.h\"\n\nnamespace fracsim::isa {\n")
+string(APPEND body "const std::vector<EmbeddedOp>& embedded_ops() {\n")
+string(APPEND body "  static const std::vector<EmbeddedOp> kOps = {\n")
+foreach(f ${op_files})
+  file(READ "${f}" text)
+  get_filename_component(name "${f}" NAME)
+  string(APPEND body "    {\"isa/ops/${name}\", R\"fracsim_op(${text})fracsim_op\"},\n")
+endforeach()
+string(APPEND body "  };\n  return kOps;\n}\n}  // namespace fracsim::isa\n")
+file(WRITE "${OUT}.tmp" "${body}")
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different "${OUT}.tmp" "${OUT}")

@@ -1,0 +1,30 @@
+// Integer arithmetic formulas over named dims and attributes, as written in isa/ops/*.yaml
+// (work: "2*M*N*K"). Supports + - * / (integer, truncating), parentheses, literals, names.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fracsim::isa {
+
+class Expr {
+ public:
+  Expr() = default;
+  // Throws ConfigError("<where>: ...") on a syntax error.
+  static Expr parse(const std::string& text, const std::string& where);
+  int64_t eval(const std::map<std::string, int64_t>& vars) const;
+  const std::string& text() const { return text_; }
+  // Every name the formula mentions.
+  std::vector<std::string> names() const;
+
+  struct Node;
+
+ private:
+  std::string text_;
+  std::shared_ptr<const Node> root_;
+};
+
+}  // namespace fracsim::isa

@@ -1,0 +1,104 @@
+#include "isa/program.h"
+
+#include <fmt/format.h>
+
+#include "isa/error.h"
+
+namespace fracsim::isa {
+
+std::string_view symbol_role_name(SymbolRole r) {
+  switch (r) {
+    case SymbolRole::input: return "input";
+    case SymbolRole::weight: return "weight";
+    case SymbolRole::output: return "output";
+  }
+  return "?";
+}
+
+std::map<std::string, int64_t> bind_dims(const OpDef& op, const Instruction& instr,
+                                         const std::string& where) {
+  auto fail = [&](const std::string& msg) {
+    return ConfigError(fmt::format("{}: {}: {}", where, op.name, msg));
+  };
+  if (instr.operands.size() != op.operands.size())
+    throw fail(fmt::format("expected {} operands, got {}", op.operands.size(),
+                           instr.operands.size()));
+  if (instr.attrs.size() != op.attributes.size())
+    throw fail(fmt::format("expected {} attributes, got {}", op.attributes.size(),
+                           instr.attrs.size()));
+  std::map<std::string, int64_t> dims;
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    const OperandDef& od = op.operands[i];
+    const TensorRef& t = instr.operands[i];
+    if (t.rank() != static_cast<int>(od.dims.size()) || t.strides.size() != t.shape.size())
+      throw fail(fmt::format("operand {} must have rank {}, got {}", od.name, od.dims.size(),
+                             tensor_str(t)));
+    for (size_t d = 0; d < od.dims.size(); ++d) {
+      if (t.shape[d] < 0) throw fail(fmt::format("operand {} has a negative extent", od.name));
+      auto [it, fresh] = dims.emplace(od.dims[d], t.shape[d]);
+      if (!fresh && it->second != t.shape[d])
+        throw fail(fmt::format("dim {} is {} in an earlier operand but {} in operand {}",
+                               od.dims[d], it->second, t.shape[d], od.name));
+    }
+  }
+  bool dtype_ok = false;
+  for (const auto& row : op.dtypes) {
+    bool match = true;
+    for (size_t i = 0; i < row.size(); ++i) match = match && row[i] == instr.operands[i].dtype;
+    dtype_ok = dtype_ok || match;
+  }
+  if (!dtype_ok) {
+    std::string seen;
+    for (const auto& t : instr.operands) seen += std::string(seen.empty() ? "" : ",") + std::string(dtype_name(t.dtype));
+    throw fail(fmt::format("dtype combination ({}) is not accepted", seen));
+  }
+  for (size_t a = 0; a < op.attributes.size(); ++a) {
+    const AttrDef& ad = op.attributes[a];
+    int64_t v = instr.attrs[a];
+    bool ok = ad.type == AttrType::integer ||
+              (ad.type == AttrType::boolean && (v == 0 || v == 1)) ||
+              (ad.type == AttrType::enumeration && v >= 0 &&
+               v < static_cast<int64_t>(ad.values.size()));
+    if (!ok) throw fail(fmt::format("attribute {} has an invalid value {}", ad.name, v));
+    dims[ad.name] = v;
+  }
+  return dims;
+}
+
+int64_t instruction_work(const OpDef& op, const Instruction& instr) {
+  return op.work.eval(bind_dims(op, instr, "work"));
+}
+
+void validate_program(const Program& p, const OpTable& ops, const std::string& source) {
+  auto check_span = [&](const TensorRef& t, const std::string& what) {
+    auto [lo, hi] = t.byte_span();
+    for (size_t d = 0; d < t.strides.size(); ++d)
+      if (t.strides[d] < 0)
+        throw ConfigError(fmt::format("{}: {}: negative strides are not supported", source, what));
+    if (hi > p.footprint)
+      throw ConfigError(fmt::format("{}: {}: bytes [{:#x}, {:#x}) lie outside the program's "
+                                    "footprint of {} bytes", source, what, lo, hi, p.footprint));
+  };
+  for (size_t i = 0; i < p.instructions.size(); ++i) {
+    const Instruction& in = p.instructions[i];
+    const OpDef* op = ops.find(in.opcode);
+    if (!op)
+      throw ConfigError(fmt::format("{}: instruction {}: unknown opcode {:#x}", source, i,
+                                    in.opcode));
+    bind_dims(*op, in, fmt::format("{}: instruction {}", source, i));
+    for (size_t k = 0; k < in.operands.size(); ++k)
+      check_span(in.operands[k],
+                 fmt::format("instruction {} ({}) operand {}", i, op->name, op->operands[k].name));
+  }
+  for (const DataSegment& d : p.data) {
+    TensorRef t = make_tensor(d.address, d.dtype, {static_cast<int64_t>(d.count)});
+    check_span(t, fmt::format("data segment at {:#x}", d.address));
+    if (d.kind == DataSegment::Kind::bytes && d.bytes.size() != d.count * dtype_size(d.dtype))
+      throw ConfigError(fmt::format("{}: data segment at {:#x}: {} bytes for {} elements of {}",
+                                    source, d.address, d.bytes.size(), d.count,
+                                    dtype_name(d.dtype)));
+  }
+  for (const Symbol& s : p.symbols) check_span(s.tensor, "symbol " + s.name);
+}
+
+}  // namespace fracsim::isa

@@ -1,0 +1,83 @@
+// Instructions and programs of the fractal ISA. A Program is what the compiler emits and every
+// machine runs unchanged: root-level instructions over whole tensors in the root memory, the
+// initial contents of that memory, and the named tensors (inputs, weights, outputs).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "isa/op_def.h"
+#include "isa/tensor.h"
+
+namespace fracsim::isa {
+
+struct Instruction {
+  uint16_t opcode = 0;
+  std::vector<TensorRef> operands;  // in OpDef operand order
+  std::vector<int64_t> attrs;       // in OpDef attribute order (bool 0/1, enum index)
+
+  bool operator==(const Instruction& o) const {
+    return opcode == o.opcode && operands == o.operands && attrs == o.attrs;
+  }
+};
+
+// Initial contents of a region of the root memory: literal bytes, or `count` values drawn from a
+// seeded generator (uniform in [lo, hi); integers in [lo, hi]) so that programs stay small.
+struct DataSegment {
+  enum class Kind : uint8_t { bytes = 0, random = 1 };
+  Kind kind = Kind::bytes;
+  uint64_t address = 0;
+  DType dtype = DType::f32;
+  uint64_t count = 0;          // elements
+  std::vector<uint8_t> bytes;  // kind == bytes: count * dtype_size bytes
+  uint64_t seed = 0;           // kind == random
+  double lo = 0, hi = 0;
+
+  bool operator==(const DataSegment& o) const {
+    return kind == o.kind && address == o.address && dtype == o.dtype && count == o.count &&
+           bytes == o.bytes && seed == o.seed && lo == o.lo && hi == o.hi;
+  }
+};
+
+enum class SymbolRole : uint8_t { input = 0, weight = 1, output = 2 };
+
+struct Symbol {
+  std::string name;
+  SymbolRole role = SymbolRole::input;
+  TensorRef tensor;
+
+  bool operator==(const Symbol& o) const {
+    return name == o.name && role == o.role && tensor == o.tensor;
+  }
+};
+
+struct Program {
+  std::string name;
+  uint64_t footprint = 0;  // bytes of root memory the program uses, from address 0
+  std::vector<Instruction> instructions;
+  std::vector<DataSegment> data;
+  std::vector<Symbol> symbols;
+
+  bool operator==(const Program& o) const {
+    return name == o.name && footprint == o.footprint && instructions == o.instructions &&
+           data == o.data && symbols == o.symbols;
+  }
+};
+
+std::string_view symbol_role_name(SymbolRole r);
+
+// Binds each dim of `op` to its extent in `instr`. Throws ConfigError (prefixed by `where`) when
+// operand count, rank, attribute count or dtypes do not fit the op, or two operands disagree on a
+// dim. The returned map also holds the attribute values by name (for work formulas).
+std::map<std::string, int64_t> bind_dims(const OpDef& op, const Instruction& instr,
+                                         const std::string& where);
+
+// Checks every instruction against the op table and every tensor, segment and symbol against
+// the footprint. `source` names the program in errors.
+void validate_program(const Program& p, const OpTable& ops, const std::string& source);
+
+// The work (operations) of one instruction, by the op's formula.
+int64_t instruction_work(const OpDef& op, const Instruction& instr);
+
+}  // namespace fracsim::isa

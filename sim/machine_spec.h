@@ -1,0 +1,79 @@
+// The machine description, parsed once from YAML, validated, then immutable (see README,
+// "Machine config"). The YAML tree has the shape of the machine: a root (the main memory and the
+// controller beside it), then the levels below it from the top down; the last level is the leaf.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace fracsim::sim {
+
+struct MemorySpec {
+  uint64_t capacity = 0;   // bytes
+  uint64_t bandwidth = 0;  // bytes per second
+  uint64_t latency = 0;    // picoseconds
+  int banks = 1;
+};
+
+// The DMA path from a node to its parent's memory. Loads and write-backs use separate channels
+// (full duplex), each with this bandwidth.
+struct LinkSpec {
+  uint64_t bandwidth = 0;  // bytes per second
+  uint64_t latency = 0;    // picoseconds
+};
+
+struct MatrixUnitSpec {
+  int rows = 0;  // MAC array rows (output rows computed at once)
+  int cols = 0;  // MAC array columns (output columns computed at once)
+};
+
+struct VectorUnitSpec {
+  int lanes = 0;  // elements per cycle
+};
+
+// One controller: the root's or one level's.
+struct ControllerSpec {
+  uint64_t clock = 0;      // Hz; the period must be a whole number of picoseconds
+  int pipeline_depth = 3;  // sub-instructions in flight (N); the cyclic segment has N sub-blocks
+  int decode_cycles = 1;   // ID stage cycles per sub-instruction
+  int lfu_throughput = 0;  // LFU elements combined per cycle (0 at the leaf: no LFU)
+};
+
+struct RootSpec {
+  ControllerSpec controller;
+  MemorySpec memory;  // the main memory holding the program's tensors
+};
+
+struct LevelSpec {
+  std::string name;
+  int fanout = 1;  // nodes of this level under each node of the level above (or the root)
+  ControllerSpec controller;
+  MemorySpec memory;  // this node's local memory
+  LinkSpec link;      // to the parent's memory
+  // Leaf level only.
+  bool is_leaf = false;
+  MatrixUnitSpec matrix;
+  VectorUnitSpec vector;
+  std::string backend = "model";
+};
+
+struct MachineSpec {
+  std::string name;
+  std::string file;
+  RootSpec root;
+  std::vector<LevelSpec> levels;  // top down; levels.back().is_leaf
+  nlohmann::ordered_json effective;  // the effective config (defaults filled in), for stats.json
+
+  int64_t leaves() const;
+  // Nodes at level i in the whole machine (product of fan-outs down to i).
+  int64_t nodes_at(size_t level) const;
+};
+
+// Parse and validate; ConfigError naming file, line and key on any mistake.
+MachineSpec load_machine_spec(const std::string& path);
+MachineSpec parse_machine_spec(const std::string& text, const std::string& file);
+
+}  // namespace fracsim::sim
