@@ -1,0 +1,34 @@
+// Placing a piece in a node's local memory: every operand the piece reads is loaded into a dense
+// tile of one cyclic sub-block, and every operand it writes is stored back from one.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "isa/program.h"
+
+namespace fracsim::isa {
+
+// Local tiles start on this boundary (bytes).
+constexpr uint64_t kTileAlign = 64;
+
+struct Transfer {
+  TensorRef parent;  // the view in the parent's memory
+  TensorRef local;   // the dense tile in this node's memory
+};
+
+struct LocalPiece {
+  Instruction local;            // the piece, its operands in local memory
+  std::vector<Transfer> loads;  // parent -> local, before the piece runs
+  std::vector<Transfer> stores; // local -> parent, after it
+  uint64_t bytes = 0;           // tile bytes used from `base` (aligned)
+};
+
+// Whether operand `o` of `instr` is read (inputs, and outputs under their read_if attribute).
+bool operand_is_read(const OpDef& op, const Instruction& instr, size_t o);
+
+LocalPiece localize(const OpDef& op, const Instruction& piece, uint64_t base);
+
+uint64_t align_up(uint64_t v, uint64_t a);
+
+}  // namespace fracsim::isa

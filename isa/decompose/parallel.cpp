@@ -1,0 +1,150 @@
+#include "isa/decompose/parallel.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "isa/decompose/localize.h"
+#include "isa/decompose/piece.h"
+#include "isa/error.h"
+
+namespace fracsim::isa {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Bytes of all operands of a piece whose dims have the given lengths.
+int64_t piece_bytes(const OpDef& op, const Instruction& instr, const std::vector<int64_t>& len) {
+  int64_t total = 0;
+  for (size_t o = 0; o < op.operands.size(); ++o) {
+    int64_t n = 1;
+    const TensorRef& t = instr.operands[o];
+    for (size_t a = 0; a < op.operands[o].dims.size(); ++a)
+      if (t.strides[a] != 0) n *= len[op.dim_index(op.operands[o].dims[a])];
+    total += n * dtype_size(t.dtype);
+  }
+  return total;
+}
+
+struct Choice {
+  std::vector<int64_t> parts;
+  int64_t max_work = 0;
+  int64_t bytes = 0;
+  int64_t children = 0;
+  bool better_than(const Choice& o) const {
+    if (max_work != o.max_work) return max_work < o.max_work;
+    if (bytes != o.bytes) return bytes < o.bytes;
+    return children < o.children;
+  }
+};
+
+// Searches parts per candidate dim with product <= fanout.
+Choice best_parts(const OpDef& op, const Instruction& instr, const std::vector<int64_t>& ext,
+                  const std::vector<int>& candidates, int fanout) {
+  Choice best;
+  best.parts.assign(ext.size(), 1);
+  best.max_work = 1;
+  for (int64_t e : ext) best.max_work *= e;
+  best.bytes = piece_bytes(op, instr, ext);
+  best.children = 1;
+  std::vector<int64_t> parts(ext.size(), 1);
+  std::function<void(size_t, int64_t)> search = [&](size_t i, int64_t used) {
+    if (i == candidates.size()) {
+      Choice c;
+      c.parts = parts;
+      c.children = used;
+      std::vector<int64_t> len(ext.size());
+      c.max_work = 1;
+      for (size_t d = 0; d < ext.size(); ++d) {
+        len[d] = ceil_div(ext[d], parts[d]);
+        c.max_work *= len[d];
+      }
+      c.bytes = used * piece_bytes(op, instr, len);
+      if (c.better_than(best)) best = c;
+      return;
+    }
+    const int d = candidates[i];
+    for (int64_t p = 1; p <= ext[d] && used * p <= fanout; ++p) {
+      parts[d] = p;
+      search(i + 1, used * p);
+    }
+    parts[d] = 1;
+  };
+  search(0, 1);
+  return best;
+}
+
+}  // namespace
+
+ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& instr, int fanout,
+                       uint64_t scratch_base) {
+  FRACSIM_ASSERT(fanout >= 1, "fanout {}", fanout);
+  ParallelSplit split;
+  const std::vector<int64_t> ext = dim_extents(op, instr);
+  std::vector<int> par, red;
+  for (size_t d = 0; d < op.dims.size(); ++d) {
+    if (ext[d] < 2) continue;
+    if (op.dims[d].kind == DimKind::parallel) par.push_back(static_cast<int>(d));
+    if (op.dims[d].kind == DimKind::reduce) red.push_back(static_cast<int>(d));
+  }
+  std::vector<int64_t> parts(ext.size(), 1);
+  int reduce_dim = -1;
+  if (!par.empty()) {
+    parts = best_parts(op, instr, ext, par, fanout).parts;
+  } else if (!red.empty() && fanout > 1) {
+    reduce_dim = *std::max_element(red.begin(), red.end(),
+                                   [&](int a, int b) { return ext[a] < ext[b]; });
+    parts[reduce_dim] = std::min<int64_t>(ext[reduce_dim], fanout);
+  }
+
+  // Chunks per dim, then children in row-major order over the dims (last dim fastest).
+  std::vector<std::vector<int64_t>> cb(ext.size()), cl(ext.size());
+  for (size_t d = 0; d < ext.size(); ++d) balanced_chunks(ext[d], parts[d], cb[d], cl[d]);
+  std::vector<size_t> idx(ext.size(), 0);
+  const int out_index = static_cast<int>(op.operands.size()) - 1;
+  FRACSIM_ASSERT(op.operands[out_index].role == OperandRole::out,
+                 "op {}: the last operand must be the output", op.name);
+  uint64_t scratch = scratch_base;
+  while (true) {
+    PieceRange r;
+    for (size_t d = 0; d < ext.size(); ++d) {
+      r.begin.push_back(cb[d][idx[d]]);
+      r.len.push_back(cl[d][idx[d]]);
+    }
+    Instruction child = slice_instruction(op, instr, r);
+    if (reduce_dim >= 0) {
+      // slice_instruction set accumulate for pieces past 0; across children the partials are
+      // combined by the LFU instead, so only child 0 keeps the instruction's own flag.
+      const DimDef& dd = op.dims[reduce_dim];
+      if (!dd.accumulate_attr.empty())
+        child.attrs[op.attr_index(dd.accumulate_attr)] =
+            idx[reduce_dim] == 0 ? instr.attrs[op.attr_index(dd.accumulate_attr)] : 0;
+      if (idx[reduce_dim] > 0) {
+        TensorRef& out = child.operands[out_index];
+        out = out.packed_at(scratch);
+        scratch = align_up(scratch + out.stored_bytes(), kTileAlign);
+        const OpDef& elt = ops.get("eltwise");
+        Instruction red_in;
+        red_in.opcode = elt.opcode;
+        const TensorRef& dst = instr.operands[out_index];
+        FRACSIM_ASSERT(dst.rank() == 2, "op {}: LFU reduction needs a rank-2 output", op.name);
+        red_in.operands = {dst, out, dst};
+        red_in.attrs.assign(elt.attributes.size(), 0);
+        const AttrDef& fn = elt.attributes[elt.attr_index("fn")];
+        red_in.attrs[elt.attr_index("fn")] =
+            std::find(fn.values.begin(), fn.values.end(), dd.combine) - fn.values.begin();
+        split.reductions.push_back(red_in);
+      }
+    }
+    split.children.push_back(std::move(child));
+    int d = static_cast<int>(ext.size()) - 1;
+    for (; d >= 0; --d) {
+      if (++idx[d] < cb[d].size()) break;
+      idx[d] = 0;
+    }
+    if (d < 0) break;
+  }
+  split.scratch_bytes = scratch - scratch_base;
+  return split;
+}
+
+}  // namespace fracsim::isa

@@ -1,0 +1,29 @@
+// A piece of an instruction: a sub-range of each of the op's dims. Slicing an instruction by a
+// piece slices every operand along the axes bound to those dims.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "isa/program.h"
+
+namespace fracsim::isa {
+
+struct PieceRange {
+  std::vector<int64_t> begin;  // one per op dim, in OpDef order
+  std::vector<int64_t> len;
+};
+
+// Extents of the op's dims in `instr`, in OpDef dim order.
+std::vector<int64_t> dim_extents(const OpDef& op, const Instruction& instr);
+
+// The instruction restricted to `range`. A piece that starts past 0 along a reduce dim with an
+// accumulate attribute gets that attribute set, so that it adds to what earlier pieces wrote.
+Instruction slice_instruction(const OpDef& op, const Instruction& instr, const PieceRange& range);
+
+// Splits `extent` into `parts` near-equal chunks, the first (extent % parts) one longer.
+// Returns the chunk starts and lengths.
+void balanced_chunks(int64_t extent, int64_t parts, std::vector<int64_t>& begin,
+                     std::vector<int64_t>& len);
+
+}  // namespace fracsim::isa

@@ -1,0 +1,36 @@
+// Sequential decomposition: one instruction a node received into serial pieces, each small
+// enough that its tiles (and the scratch its parallel split needs) fit one cyclic sub-block of
+// the node's local memory. Pure function.
+//
+// Rule: start from the whole instruction; while the largest piece does not fit, halve the tile
+// of the dim whose halving saves the most bytes (ties: parallel before reduce dims, then dim
+// order); `whole` dims are never split. The tiles are then rebalanced so that every piece of a
+// dim has near-equal length. Pieces are issued with reduce dims outermost (so a piece that
+// accumulates onto an output tile is issued a whole sweep after the piece that wrote it), then
+// the other dims in OpDef order, the last fastest.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "isa/program.h"
+
+namespace fracsim::isa {
+
+struct NodeBudget {
+  uint64_t bytes = 0;  // one cyclic sub-block
+  int fanout = 1;      // children (1 at a leaf)
+  std::string where;   // names the node in errors ("level 1 (core)")
+};
+
+// Bytes one piece occupies in a sub-block: its dense tiles plus its parallel split's scratch.
+uint64_t piece_footprint(const OpDef& op, const OpTable& ops, const Instruction& piece,
+                         int fanout);
+
+// Throws ConfigError naming budget.where, the op and its largest operand when even a piece of
+// extent 1 in every splittable dim does not fit.
+std::vector<Instruction> sequential(const OpDef& op, const OpTable& ops, const Instruction& instr,
+                                    const NodeBudget& budget);
+
+}  // namespace fracsim::isa

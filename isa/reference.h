@@ -1,0 +1,45 @@
+// Reference semantics: a plain C++ implementation of every op on a flat byte memory. It is the
+// oracle for the leaf unit model, the functional simulation and the tests.
+//
+// Rounding rules:
+//  - f32 arithmetic is IEEE single precision, round to nearest even, no fused multiply-add;
+//    matmul sums k = 0..K-1 in order into a single f32 accumulator that starts at 0, or at the
+//    old output value when `accumulate` is set (so serial pieces over K reproduce the whole op
+//    bit for bit).
+//  - integer matmul (i8/i16 inputs) accumulates in i32 with two's-complement wrap-around.
+//  - integer eltwise add and mul saturate to the dtype's range; max is exact.
+#pragma once
+
+#include <cstdint>
+
+#include "isa/program.h"
+
+namespace fracsim::isa {
+
+struct MemoryView {
+  uint8_t* data = nullptr;
+  uint64_t size = 0;
+};
+
+// Executes one instruction in place on `mem`. Operand spans must lie inside `mem`.
+void execute_reference(const OpDef& op, const Instruction& instr, MemoryView mem);
+
+// Writes the initial contents of a data segment (literal bytes, or the seeded generator).
+void fill_data_segment(const DataSegment& seg, MemoryView mem);
+
+// Runs a whole program on a fresh image of its footprint, with the reference semantics.
+std::vector<uint8_t> run_reference(const Program& p, const OpTable& ops);
+
+// Element i of a tensor stored in `mem`, widened to double (for comparisons and printing).
+double load_element(const TensorRef& t, int64_t element_offset, MemoryView mem);
+
+}  // namespace fracsim::isa
+
+namespace fracsim::isa {
+
+// Copies the elements of `src` (in src_mem) to `dst` (in dst_mem); shapes must match. Dims
+// broadcast (stride 0) on both sides are copied once. This is what a DMA transfer does.
+void copy_tensor(const TensorRef& src, MemoryView src_mem, const TensorRef& dst,
+                 MemoryView dst_mem);
+
+}  // namespace fracsim::isa

@@ -1,0 +1,64 @@
+// The op definitions load, and a broken definition is rejected with a message naming file, line
+// and op.
+#include <doctest/doctest.h>
+
+#include "isa/error.h"
+#include "isa/op_def.h"
+
+using namespace fracsim;
+using namespace fracsim::isa;
+
+TEST_CASE("the built-in ops load with their dims, operands and formulas") {
+  const OpTable& t = OpTable::builtin();
+  const OpDef& mm = t.get("matmul");
+  CHECK(mm.opcode == 1);
+  CHECK(mm.unit == "matrix");
+  REQUIRE(mm.dims.size() == 3);
+  CHECK(mm.dim("K").kind == DimKind::reduce);
+  CHECK(mm.dim("K").combine == "add");
+  CHECK(mm.dim("K").accumulate_attr == "accumulate");
+  CHECK(mm.operands[2].read_if == "accumulate");
+  CHECK(mm.work.eval({{"M", 2}, {"N", 3}, {"K", 5}, {"accumulate", 0}}) == 60);
+  CHECK(t.get("eltwise").attributes[0].values == std::vector<std::string>{"add", "mul", "max"});
+  CHECK(t.get("activation").operands.size() == 2);
+  CHECK(t.find(uint16_t{3})->name == "activation");
+}
+
+namespace {
+std::string load_error(const std::string& yaml) {
+  OpTable t;
+  try {
+    t.add_yaml(yaml, "bad.yaml");
+    t.validate();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+const char* kHead = "op: f\nopcode: 9\nunit: vector\n";
+}  // namespace
+
+TEST_CASE("broken op definitions name file, line and op") {
+  CHECK(load_error(std::string(kHead) +
+                   "dims: {M: parallel}\noperands:\n  - {name: x, role: in, dims: [M, Q]}\n"
+                   "dtypes: [[f32]]\nwork: M\n") ==
+        "bad.yaml:6: operands.dims: op f: operand x names dim 'Q' that is not declared under dims");
+  CHECK(load_error(std::string(kHead) +
+                   "dims: {M: parallel, Z: parallel}\noperands:\n  - {name: x, role: in, dims: [M]}\n"
+                   "dtypes: [[f32]]\nwork: M\n") ==
+        "bad.yaml:4: dims: op f: dim Z is never bound by an operand");
+  CHECK(load_error(std::string(kHead) +
+                   "dims: {M: parallel}\noperands:\n  - {name: x, role: in, dims: [M]}\n"
+                   "dtypes: [[f32]]\nwork: M*Q\n") ==
+        "bad.yaml:8: work: op f: formula names 'Q', neither a dim nor an attribute");
+  CHECK(load_error(std::string(kHead) +
+                   "dims: {M: parallel}\noperands:\n  - {name: x, role: in, dims: [M]}\n"
+                   "dtypes: [[f32]]\nwork: M\ncolour: red\n") ==
+        "bad.yaml:9: colour: unknown key (expected one of: attributes, dims, dtypes, op, opcode, "
+        "operands, summary, unit, work)");
+  CHECK(load_error(std::string(kHead) +
+                   "dims: {M: {reduce: add}}\noperands:\n  - {name: x, role: out, dims: [M]}\n"
+                   "dtypes: [[f32]]\nwork: M\n") ==
+        "bad.yaml:1: dims: op f: dim M reduces with 'add', which the LFU (eltwise fn) does not "
+        "provide");
+}
