@@ -99,7 +99,9 @@ int64_t scalar_int(const YAML::Node& n, const std::string& file, const std::stri
   std::string s = scalar_string(n, file, key);
   errno = 0;
   char* end = nullptr;
-  long long v = std::strtoll(s.c_str(), &end, 0);
+  // YAML 1.2: "010" is ten, "0x10" sixteen.
+  const bool hex = s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+  long long v = std::strtoll(s.c_str() + (hex ? 2 : 0), &end, hex ? 16 : 10);
   if (s.empty() || *end != '\0' || errno == ERANGE)
     throw config_error_at(file, yaml_line(n), key, fmt::format("expected an integer, got '{}'", s));
   return v;

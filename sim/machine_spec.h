@@ -40,6 +40,9 @@ struct ControllerSpec {
   int pipeline_depth = 3;  // sub-instructions in flight (N); the cyclic segment has N sub-blocks
   int decode_cycles = 1;   // ID stage cycles per sub-instruction
   int lfu_throughput = 0;  // LFU elements combined per cycle (0 at the leaf: no LFU)
+
+  // One cycle of this controller in picoseconds (exact: the parser rejects other clocks).
+  [[nodiscard]] uint64_t period_ps() const { return clock == 0 ? 0 : 1000000000000ULL / clock; }
 };
 
 struct RootSpec {
@@ -64,12 +67,12 @@ struct MachineSpec {
   std::string name;
   std::string file;
   RootSpec root;
-  std::vector<LevelSpec> levels;  // top down; levels.back().is_leaf
+  std::vector<LevelSpec> levels;     // top down; levels.back().is_leaf
   nlohmann::ordered_json effective;  // the effective config (defaults filled in), for stats.json
 
-  int64_t leaves() const;
+  [[nodiscard]] int64_t leaves() const;
   // Nodes at level i in the whole machine (product of fan-outs down to i).
-  int64_t nodes_at(size_t level) const;
+  [[nodiscard]] int64_t nodes_at(size_t level) const;
 };
 
 // Parse and validate; ConfigError naming file, line and key on any mistake.

@@ -1,0 +1,208 @@
+// The fracsim command. Exit codes: 0 ok, 1 a functional run's outputs differ from the
+// reference, 2 bad input (config, workload, program, flags), 3 internal error (a bug).
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+
+#include "compiler/lowering.h"
+#include "compiler/workload.h"
+#include "isa/assembly.h"
+#include "isa/encoding.h"
+#include "isa/error.h"
+#include "sim/cli/program_io.h"
+#include "sim/machine.h"
+#include "sim/machine_spec.h"
+#include "sim/report.h"
+#include "sim/units.h"
+
+namespace po = boost::program_options;
+using namespace fracsim;
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: fracsim COMMAND [ARGS]
+
+commands:
+  run -m CONFIG -w PROGRAM [--mode functional|timing] [--out DIR]
+                      run a workload (.yaml), binary (.fbin) or assembly (.fasm) on a machine;
+                      writes DIR/stats.json (default results/runs/PROGRAM-MACHINE-MODE)
+  compile WORKLOAD -o X.fbin [--asm X.fasm]
+                      compile a workload to a binary program (and its assembly)
+  asm IN.fasm|- -o OUT.fbin
+                      assemble a text program
+  disasm IN.fbin [-o OUT.fasm]
+                      disassemble a binary program (to standard output by default)
+  config check CONFIG check a machine config and print its shape
+  help                this text
+)";
+
+po::variables_map parse(const std::string& command, const std::vector<std::string>& args,
+                        const po::options_description& opts,
+                        const po::positional_options_description& pos) {
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw ConfigError(fmt::format("fracsim {}: {} (see 'fracsim help')", command, e.what()));
+  }
+  return vm;
+}
+
+int cmd_run(const std::vector<std::string>& args) {
+  po::options_description opts;
+  std::string config, workload, mode_text, out_dir;
+  opts.add_options()("machine,m", po::value(&config)->required(), "machine config")(
+      "workload,w", po::value(&workload)->required(), "program")(
+      "mode", po::value(&mode_text)->default_value("timing"), "functional or timing")(
+      "out", po::value(&out_dir), "output directory");
+  parse("run", args, opts, {});
+  sim::Mode mode;
+  if (mode_text == "functional") mode = sim::Mode::functional;
+  else if (mode_text == "timing") mode = sim::Mode::timing;
+  else throw ConfigError(fmt::format("fracsim run: --mode: expected functional or timing, got '{}'", mode_text));
+
+  const isa::OpTable& ops = isa::OpTable::builtin();
+  const sim::MachineSpec spec = sim::load_machine_spec(config);
+  const isa::Program program = cli::load_program(workload, ops);
+  if (out_dir.empty())
+    out_dir = fmt::format("results/runs/{}-{}-{}", program.name, spec.name, mode_text);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const sim::RunResult run = sim::simulate(spec, ops, program, mode);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<sim::OutputCheck> outputs;
+  if (mode == sim::Mode::functional) outputs = sim::check_outputs(program, ops, run.memory);
+
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) throw ConfigError(fmt::format("{}: cannot create directory ({})", out_dir, ec.message()));
+  const std::string stats_path = (std::filesystem::path(out_dir) / "stats.json").string();
+  cli::write_file_atomically(stats_path, sim::stats_json(spec, program, run, outputs).dump(2) + "\n");
+
+  std::cout << sim::summary_text(spec, program, run, outputs);
+  std::cout << fmt::format("  wall time     {:.3f} s\n  stats         {}\n", wall, stats_path);
+  for (const sim::OutputCheck& c : outputs)
+    if (!c.match()) return 1;
+  if (mode == sim::Mode::functional)
+    std::cout << "outputs match the reference\n";
+  return 0;
+}
+
+int cmd_compile(const std::vector<std::string>& args) {
+  po::options_description opts;
+  std::string workload, out, asm_out;
+  opts.add_options()("workload", po::value(&workload)->required(), "workload")(
+      "output,o", po::value(&out)->required(), ".fbin to write")(
+      "asm", po::value(&asm_out), ".fasm to write too");
+  po::positional_options_description pos;
+  pos.add("workload", 1);
+  parse("compile", args, opts, pos);
+  const isa::OpTable& ops = isa::OpTable::builtin();
+  compiler::Compilation c = compiler::compile_with_plan(compiler::load_workload(workload), ops);
+  const std::vector<uint8_t> bytes = isa::encode_program(c.program);
+  cli::write_file_atomically(out, std::string(bytes.begin(), bytes.end()));
+  if (!asm_out.empty()) cli::write_file_atomically(asm_out, isa::disassemble(c.program, ops));
+  std::cout << fmt::format("{}: {} instructions, root-memory footprint {} bytes -> {}\n",
+                           c.program.name, c.program.instructions.size(), c.program.footprint, out);
+  return 0;
+}
+
+int cmd_asm(const std::vector<std::string>& args) {
+  po::options_description opts;
+  std::string in, out;
+  opts.add_options()("input", po::value(&in)->required(), ".fasm or -")(
+      "output,o", po::value(&out)->required(), ".fbin to write");
+  po::positional_options_description pos;
+  pos.add("input", 1);
+  parse("asm", args, opts, pos);
+  const isa::OpTable& ops = isa::OpTable::builtin();
+  const isa::Program p = cli::load_program(in == "-" ? "-" : in, ops);
+  const std::vector<uint8_t> bytes = isa::encode_program(p);
+  cli::write_file_atomically(out, std::string(bytes.begin(), bytes.end()));
+  return 0;
+}
+
+int cmd_disasm(const std::vector<std::string>& args) {
+  po::options_description opts;
+  std::string in, out;
+  opts.add_options()("input", po::value(&in)->required(), ".fbin")(
+      "output,o", po::value(&out), ".fasm to write (default: standard output)");
+  po::positional_options_description pos;
+  pos.add("input", 1);
+  parse("disasm", args, opts, pos);
+  const isa::OpTable& ops = isa::OpTable::builtin();
+  const isa::Program p = cli::load_program(in, ops);
+  const std::string text = isa::disassemble(p, ops);
+  if (out.empty()) std::cout << text;
+  else cli::write_file_atomically(out, text);
+  return 0;
+}
+
+int cmd_config(const std::vector<std::string>& args) {
+  if (args.size() != 2 || args[0] != "check")
+    throw ConfigError("fracsim config: usage: fracsim config check CONFIG");
+  const sim::MachineSpec spec = sim::load_machine_spec(args[1]);
+  std::cout << fmt::format("{}: machine {}: {} levels below the root, {} leaves\n", args[1],
+                           spec.name, spec.levels.size(), spec.leaves());
+  std::cout << fmt::format("  root   memory {} at {}\n",
+                           sim::format_quantity(spec.root.memory.capacity, sim::QuantityKind::bytes),
+                           sim::format_quantity(spec.root.memory.bandwidth, sim::QuantityKind::bandwidth));
+  for (size_t l = 0; l < spec.levels.size(); ++l) {
+    const sim::LevelSpec& ls = spec.levels[l];
+    std::cout << fmt::format("  {:<6} x{:<4} ({} nodes) memory {}, link {}{}\n", ls.name,
+                             ls.fanout, spec.nodes_at(l),
+                             sim::format_quantity(ls.memory.capacity, sim::QuantityKind::bytes),
+                             sim::format_quantity(ls.link.bandwidth, sim::QuantityKind::bandwidth),
+                             ls.is_leaf ? fmt::format(", matrix {}x{}, vector {} lanes",
+                                                      ls.matrix.rows, ls.matrix.cols,
+                                                      ls.vector.lanes)
+                                        : "");
+  }
+  return 0;
+}
+
+int dispatch(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  const std::string command = argv[1];
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "run") return cmd_run(args);
+  if (command == "compile") return cmd_compile(args);
+  if (command == "asm") return cmd_asm(args);
+  if (command == "disasm") return cmd_disasm(args);
+  if (command == "config") return cmd_config(args);
+  if (command == "help" || command == "--help" || command == "-h") {
+    std::cout << kUsage;
+    return 0;
+  }
+  throw ConfigError(fmt::format("fracsim: unknown command '{}' (see 'fracsim help')", command));
+}
+
+}  // namespace
+
+// libsystemc provides main() and calls sc_main() from it.
+// libsystemc prints its banner before calling sc_main() unless told not to, so say so before
+// main() runs.
+static const bool kQuietSystemC = setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1) == 0;
+
+extern "C" int sc_main(int argc, char** argv) {
+  try {
+    return dispatch(argc, argv);
+  } catch (const ConfigError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "internal error: " << e.what()
+              << "\nThis is a bug in fracsim; please report it with the command and its inputs.\n";
+    return 3;
+  }
+}

@@ -1,0 +1,65 @@
+#include "sim/cli/program_io.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "compiler/lowering.h"
+#include "compiler/workload.h"
+#include "isa/assembly.h"
+#include "isa/encoding.h"
+#include "isa/error.h"
+
+namespace fracsim::cli {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string read_text(const std::string& path) {
+  if (path == "-") {
+    return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(fmt::format("{}: cannot open file", path));
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+isa::Program load_program(const std::string& path, const isa::OpTable& ops) {
+  isa::Program p;
+  if (ends_with(path, ".yaml") || ends_with(path, ".yml")) {
+    p = compiler::compile(compiler::load_workload(path), ops);
+  } else if (ends_with(path, ".fbin")) {
+    p = isa::decode_program(isa::read_file_bytes(path), path);
+  } else if (ends_with(path, ".fasm") || path == "-") {
+    p = isa::assemble(read_text(path), path == "-" ? "<stdin>" : path, ops);
+  } else {
+    throw ConfigError(fmt::format("{}: unknown program format (expected a workload .yaml, a "
+                                  ".fbin or a .fasm file)", path));
+  }
+  isa::validate_program(p, ops, path);
+  return p;
+}
+
+void write_file_atomically(const std::string& path, const std::string& contents) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw ConfigError(fmt::format("{}: cannot write file", path));
+    out << contents;
+    out.flush();
+    if (!out) throw ConfigError(fmt::format("{}: cannot write file", path));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw ConfigError(fmt::format("{}: cannot write file ({})", path, ec.message()));
+}
+
+}  // namespace fracsim::cli

@@ -1,0 +1,166 @@
+#include "sim/report.h"
+
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "isa/reference.h"
+#include "sim/units.h"
+
+namespace fracsim::sim {
+namespace {
+
+struct Peak {
+  double matrix = 0;  // ops per root cycle
+  double vector = 0;
+};
+
+Peak peak_ops(const MachineSpec& spec) {
+  const LevelSpec& leaf = spec.levels.back();
+  const double clock_ratio = static_cast<double>(leaf.controller.clock) /
+                             static_cast<double>(spec.root.controller.clock);
+  const double leaves = static_cast<double>(spec.leaves());
+  return {leaves * 2.0 * leaf.matrix.rows * leaf.matrix.cols * clock_ratio,
+          leaves * leaf.vector.lanes * clock_ratio};
+}
+
+std::vector<NodeStats> level_totals(const MachineSpec& spec, const RunResult& run) {
+  std::vector<NodeStats> totals(spec.levels.size() + 1);
+  for (const NodeReport& n : run.nodes) totals[n.level + 1] += n.stats;
+  return totals;
+}
+
+nlohmann::ordered_json counters_json(const NodeStats& s) {
+  nlohmann::ordered_json j;
+  for (size_t i = 0; i < kCounterInfo.size(); ++i) j[std::string(kCounterInfo[i].name)] = s.value[i];
+  return j;
+}
+
+double ratio(double num, double den) { return den > 0 ? num / den : 0.0; }
+
+}  // namespace
+
+std::vector<OutputCheck> check_outputs(const isa::Program& program, const isa::OpTable& ops,
+                                       const std::vector<uint8_t>& simulated) {
+  std::vector<uint8_t> ref = isa::run_reference(program, ops);
+  isa::MemoryView rv{ref.data(), ref.size()};
+  isa::MemoryView sv{const_cast<uint8_t*>(simulated.data()), simulated.size()};
+  std::vector<OutputCheck> out;
+  for (const isa::Symbol& s : program.symbols) {
+    if (s.role != isa::SymbolRole::output) continue;
+    OutputCheck c;
+    c.name = s.name;
+    c.shape = fmt::format("{}{}", isa::dtype_name(s.tensor.dtype), isa::shape_str(s.tensor.shape));
+    const uint32_t es = isa::dtype_size(s.tensor.dtype);
+    isa::for_each_offset(s.tensor, [&](int64_t off) {
+      ++c.elements;
+      const uint64_t at = s.tensor.address + off * es;
+      if (std::memcmp(ref.data() + at, simulated.data() + at, es) == 0) {
+        ++c.bit_exact;
+        ++c.within_tol;
+        return;
+      }
+      const double r = isa::load_element(s.tensor, off, rv), v = isa::load_element(s.tensor, off, sv);
+      const double diff = std::fabs(r - v);
+      c.max_abs_diff = std::max(c.max_abs_diff, diff);
+      if (!isa::is_integer(s.tensor.dtype) && diff <= kOutputRtol * std::max(1.0, std::fabs(r)))
+        ++c.within_tol;
+    });
+    out.push_back(c);
+  }
+  return out;
+}
+
+nlohmann::ordered_json stats_json(const MachineSpec& spec, const isa::Program& program,
+                                  const RunResult& run, const std::vector<OutputCheck>& outputs) {
+  using nlohmann::ordered_json;
+  const Peak peak = peak_ops(spec);
+  const std::vector<NodeStats> totals = level_totals(spec, run);
+  const NodeStats& leaf = totals.back();
+  ordered_json j;
+  j["format"] = "fracsim-stats/1";
+  j["program"] = program.name;
+  j["mode"] = run.mode == Mode::functional ? "functional" : "timing";
+  j["folded"] = false;
+  j["cycles"] = run.cycles;
+  j["seconds"] = static_cast<double>(run.picoseconds) * 1e-12;
+  j["machine"] = {{"name", spec.name},
+                  {"levels", spec.levels.size()},
+                  {"leaves", spec.leaves()},
+                  {"peak_ops_per_cycle", {{"matrix", peak.matrix}, {"vector", peak.vector}}}};
+  const double cyc = static_cast<double>(run.cycles);
+  j["utilization"] = {
+      {"matrix", ratio(static_cast<double>(leaf[Counter::matrix_ops]), cyc * peak.matrix)},
+      {"vector", ratio(static_cast<double>(leaf[Counter::vector_ops]), cyc * peak.vector)}};
+  if (run.mode == Mode::functional) {
+    ordered_json outs = ordered_json::array();
+    for (const OutputCheck& c : outputs)
+      outs.push_back({{"name", c.name}, {"shape", c.shape}, {"elements", c.elements},
+                      {"bit_exact", c.bit_exact}, {"within_tolerance", c.within_tol},
+                      {"max_abs_diff", c.max_abs_diff}, {"match", c.match()}});
+    j["outputs"] = outs;
+  }
+  ordered_json levels = ordered_json::array();
+  levels.push_back({{"name", "root"}, {"nodes", 1}, {"totals", counters_json(totals[0])}});
+  for (size_t l = 0; l < spec.levels.size(); ++l)
+    levels.push_back({{"name", spec.levels[l].name}, {"nodes", spec.nodes_at(l)},
+                      {"totals", counters_json(totals[l + 1])}});
+  j["levels"] = levels;
+  ordered_json nodes = ordered_json::array();
+  for (const NodeReport& n : run.nodes) {
+    ordered_json e = {{"path", n.path}};
+    e.update(counters_json(n.stats));
+    nodes.push_back(e);
+  }
+  j["nodes"] = nodes;
+  ordered_json counters;
+  for (const CounterInfo& c : kCounterInfo)
+    counters[std::string(c.name)] = {{"unit", c.unit}, {"description", c.description}};
+  j["counters"] = counters;
+  j["config"] = spec.effective;
+  return j;
+}
+
+std::string summary_text(const MachineSpec& spec, const isa::Program& program,
+                         const RunResult& run, const std::vector<OutputCheck>& outputs) {
+  const Peak peak = peak_ops(spec);
+  const std::vector<NodeStats> totals = level_totals(spec, run);
+  std::string s;
+  s += fmt::format("fracsim: {} on {} ({} levels, {} leaves), {} mode\n", program.name, spec.name,
+                   spec.levels.size(), spec.leaves(),
+                   run.mode == Mode::functional ? "functional" : "timing");
+  s += fmt::format("  cycles        {} at {} ({:.3f} us)\n", run.cycles,
+                   format_quantity(spec.root.controller.clock, QuantityKind::frequency),
+                   static_cast<double>(run.picoseconds) * 1e-6);
+  s += fmt::format("  matrix util   {:.2f}% of {} ops/cycle\n",
+                   100 * ratio(static_cast<double>(totals.back()[Counter::matrix_ops]),
+                               static_cast<double>(run.cycles) * peak.matrix),
+                   peak.matrix);
+  s += fmt::format("  {:<12} {:>6} {:>9} {:>14} {:>14} {:>12} {:>12}\n", "level", "nodes",
+                   "pieces", "load bytes", "store bytes", "EX cycles", "LFU elems");
+  for (size_t l = 0; l < totals.size(); ++l) {
+    const NodeStats& t = totals[l];
+    s += fmt::format("  {:<12} {:>6} {:>9} {:>14} {:>14} {:>12} {:>12}\n",
+                     l == 0 ? "root" : spec.levels[l - 1].name,
+                     l == 0 ? 1 : spec.nodes_at(l - 1), t[Counter::pieces], t[Counter::load_bytes],
+                     t[Counter::store_bytes], t[Counter::execute_cycles],
+                     t[Counter::lfu_elements]);
+  }
+  for (const OutputCheck& c : outputs) {
+    if (c.bit_exact == c.elements)
+      s += fmt::format("  output {} {}: all {} elements match the reference bit for bit\n",
+                       c.name, c.shape, c.elements);
+    else if (c.match())
+      s += fmt::format("  output {} {}: all {} elements match the reference ({} bit for bit, the "
+                       "rest within rtol {}; max abs diff {:g})\n", c.name, c.shape, c.elements,
+                       c.bit_exact, kOutputRtol, c.max_abs_diff);
+    else
+      s += fmt::format("  output {} {}: MISMATCH: {} of {} elements differ from the reference "
+                       "(max abs diff {:g})\n", c.name, c.shape, c.elements - c.within_tol,
+                       c.elements, c.max_abs_diff);
+  }
+  return s;
+}
+
+}  // namespace fracsim::sim

@@ -1,0 +1,40 @@
+// Printers for a run: stats.json, the summary table, and the check of a functional run's outputs
+// against the reference semantics run on the whole tensors. They live outside the models.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "isa/program.h"
+#include "sim/machine.h"
+
+namespace fracsim::sim {
+
+struct OutputCheck {
+  std::string name;
+  std::string shape;  // "f32[64,10]"
+  int64_t elements = 0;
+  int64_t bit_exact = 0;    // elements identical to the reference, bit for bit
+  int64_t within_tol = 0;   // elements within the float tolerance (includes bit-exact ones)
+  double max_abs_diff = 0;
+  bool match() const { return within_tol == elements; }
+};
+
+// Float tolerance for outputs that are not bit-exact: |sim - ref| <= kOutputRtol * max(1, |ref|).
+// Only a reduce dim split across children (its sum reassociated by the LFU) makes f32 results
+// differ from the reference at all; integer outputs must be bit-exact.
+constexpr double kOutputRtol = 1e-5;
+
+// Runs the program with the reference semantics and compares every output element.
+std::vector<OutputCheck> check_outputs(const isa::Program& program, const isa::OpTable& ops,
+                                       const std::vector<uint8_t>& simulated);
+
+nlohmann::ordered_json stats_json(const MachineSpec& spec, const isa::Program& program,
+                                  const RunResult& run, const std::vector<OutputCheck>& outputs);
+
+std::string summary_text(const MachineSpec& spec, const isa::Program& program,
+                         const RunResult& run, const std::vector<OutputCheck>& outputs);
+
+}  // namespace fracsim::sim

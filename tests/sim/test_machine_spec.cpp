@@ -1,0 +1,360 @@
+// Machine configs: the shipped configs load with their exact values, and every rule of the format
+// gives its exact message (file, line, key).
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "isa/error.h"
+#include "sim/machine_spec.h"
+
+namespace fracsim::sim {
+namespace {
+
+const std::string kConfigs = std::string(FRACSIM_SOURCE_DIR) + "/configs/";
+
+// A valid machine; each error test changes one thing in it. Line numbers matter: see the margin.
+const std::string kBase =
+    "machine: m\n"                                           //  1
+    "root:\n"                                                //  2
+    "  clock: 1 GHz\n"                                       //  3
+    "  lfu_throughput: 16\n"                                 //  4
+    "  memory: {capacity: 64 MiB, bandwidth: 32 GB/s}\n"     //  5
+    "levels:\n"                                              //  6
+    "  - name: cluster\n"                                    //  7
+    "    fanout: 2\n"                                        //  8
+    "    lfu_throughput: 8\n"                                //  9
+    "    memory: {capacity: 256 KiB, bandwidth: 64 GB/s}\n"  // 10
+    "    link: {bandwidth: 32 GB/s, latency: 20 ns}\n"       // 11
+    "  - name: core\n"                                       // 12
+    "    fanout: 2\n"                                        // 13
+    "    memory: {capacity: 64 KiB, bandwidth: 64 GB/s}\n"   // 14
+    "    link: {bandwidth: 16 GB/s}\n"                       // 15
+    "    leaf:\n"                                            // 16
+    "      matrix: {rows: 4, cols: 4}\n"                     // 17
+    "      vector: {lanes: 8}\n";                            // 18
+
+// `text` with the one occurrence of `from` replaced by `to`.
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  size_t at = text.find(from);
+  REQUIRE_MESSAGE(at != std::string::npos, "not found: " << from);
+  REQUIRE_MESSAGE(text.find(from, at + 1) == std::string::npos, "found twice: " << from);
+  return text.replace(at, from.size(), to);
+}
+
+std::string with(const std::string& from, const std::string& to) {
+  return replaced(kBase, from, to);
+}
+
+// The message of the ConfigError that parsing `text` as "bad.yaml" throws, or "(no error)".
+std::string error_of(const std::string& text) {
+  try {
+    parse_machine_spec(text, "bad.yaml");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST_CASE("configs/tiny.yaml loads with its exact values") {
+  MachineSpec m = load_machine_spec(kConfigs + "tiny.yaml");
+  CHECK(m.name == "tiny");
+  CHECK(m.file == kConfigs + "tiny.yaml");
+  CHECK(m.leaves() == 4);
+  CHECK(m.nodes_at(0) == 2);
+  CHECK(m.nodes_at(1) == 4);
+  CHECK_THROWS_AS(static_cast<void>(m.nodes_at(2)), InternalError);
+
+  CHECK(m.root.controller.clock == 1000000000);
+  CHECK(m.root.controller.period_ps() == 1000);
+  CHECK(m.root.controller.pipeline_depth == 3);
+  CHECK(m.root.controller.decode_cycles == 1);
+  CHECK(m.root.controller.lfu_throughput == 16);
+  CHECK(m.root.memory.capacity == 64 * 1024 * 1024);
+  CHECK(m.root.memory.bandwidth == 32000000000ULL);
+  CHECK(m.root.memory.latency == 50000);
+  CHECK(m.root.memory.banks == 8);
+
+  REQUIRE(m.levels.size() == 2);
+  const LevelSpec& cluster = m.levels[0];
+  CHECK(cluster.name == "cluster");
+  CHECK(cluster.fanout == 2);
+  CHECK_FALSE(cluster.is_leaf);
+  CHECK(cluster.controller.clock == 1000000000);
+  CHECK(cluster.controller.lfu_throughput == 16);
+  CHECK(cluster.memory.capacity == 512 * 1024);
+  CHECK(cluster.memory.bandwidth == 64000000000ULL);
+  CHECK(cluster.memory.latency == 2000);
+  CHECK(cluster.memory.banks == 4);
+  CHECK(cluster.link.bandwidth == 32000000000ULL);
+  CHECK(cluster.link.latency == 20000);
+
+  const LevelSpec& core = m.levels[1];
+  CHECK(core.name == "core");
+  CHECK(core.fanout == 2);
+  CHECK(core.is_leaf);
+  CHECK(core.controller.clock == 1000000000);  // inherited from the cluster
+  CHECK(core.controller.pipeline_depth == 3);
+  CHECK(core.controller.decode_cycles == 1);
+  CHECK(core.controller.lfu_throughput == 0);
+  CHECK(core.memory.capacity == 64 * 1024);
+  CHECK(core.memory.bandwidth == 64000000000ULL);
+  CHECK(core.memory.latency == 0);
+  CHECK(core.memory.banks == 1);
+  CHECK(core.link.bandwidth == 16000000000ULL);
+  CHECK(core.link.latency == 10000);
+  CHECK(core.matrix.rows == 4);
+  CHECK(core.matrix.cols == 4);
+  CHECK(core.vector.lanes == 8);
+  CHECK(core.backend == "model");
+}
+
+TEST_CASE("tiny.yaml's effective config lists every value and what was defaulted") {
+  MachineSpec m = load_machine_spec(kConfigs + "tiny.yaml");
+  const auto expected = nlohmann::ordered_json::parse(R"({
+    "machine": "tiny",
+    "root": {"clock": "1 GHz", "pipeline_depth": 3, "decode_cycles": 1, "lfu_throughput": 16,
+             "memory": {"capacity": "64 MiB", "bandwidth": "32 GB/s", "latency": "50 ns",
+                        "banks": 8, "defaulted": []},
+             "defaulted": []},
+    "levels": [
+      {"name": "cluster", "fanout": 2, "clock": "1 GHz", "pipeline_depth": 3, "decode_cycles": 1,
+       "lfu_throughput": 16,
+       "memory": {"capacity": "512 KiB", "bandwidth": "64 GB/s", "latency": "2 ns", "banks": 4,
+                  "defaulted": []},
+       "link": {"bandwidth": "32 GB/s", "latency": "20 ns", "defaulted": []},
+       "defaulted": []},
+      {"name": "core", "fanout": 2, "clock": "1 GHz", "pipeline_depth": 3, "decode_cycles": 1,
+       "memory": {"capacity": "64 KiB", "bandwidth": "64 GB/s", "latency": "0 ps", "banks": 1,
+                  "defaulted": ["latency", "banks"]},
+       "link": {"bandwidth": "16 GB/s", "latency": "10 ns", "defaulted": []},
+       "leaf": {"matrix": {"rows": 4, "cols": 4, "defaulted": []},
+                "vector": {"lanes": 8, "defaulted": []},
+                "backend": "model", "defaulted": []},
+       "defaulted": ["clock", "pipeline_depth", "decode_cycles"]}
+    ],
+    "defaulted": []
+  })");
+  CHECK(m.effective.dump(1) == expected.dump(1));
+}
+
+TEST_CASE("configs/f1.yaml loads with its exact values") {
+  MachineSpec m = load_machine_spec(kConfigs + "f1.yaml");
+  CHECK(m.name == "f1");
+  CHECK(m.leaves() == 32);
+  CHECK(m.nodes_at(0) == 1);
+  CHECK(m.nodes_at(1) == 32);
+  CHECK(m.root.controller.clock == 1000000000);
+  CHECK(m.root.controller.lfu_throughput == 32);
+  CHECK(m.root.memory.capacity == 8ULL << 30);
+  CHECK(m.root.memory.bandwidth == 512000000000ULL);
+  CHECK(m.root.memory.latency == 100000);
+  CHECK(m.root.memory.banks == 16);
+
+  REQUIRE(m.levels.size() == 2);
+  const LevelSpec& chip = m.levels[0];
+  CHECK(chip.name == "chip");
+  CHECK_FALSE(chip.is_leaf);
+  CHECK(chip.controller.clock == 1000000000);
+  CHECK(chip.controller.lfu_throughput == 128);
+  CHECK(chip.memory.capacity == 4ULL << 20);
+  CHECK(chip.memory.bandwidth == 1024000000000ULL);
+  CHECK(chip.memory.latency == 2000);
+  CHECK(chip.memory.banks == 32);
+  CHECK(chip.link.bandwidth == 512000000000ULL);
+  CHECK(chip.link.latency == 10000);
+
+  const LevelSpec& core = m.levels[1];
+  CHECK(core.name == "core");
+  CHECK(core.is_leaf);
+  CHECK(core.fanout == 32);
+  CHECK(core.controller.clock == 1000000000);
+  CHECK(core.memory.capacity == 128 * 1024);
+  CHECK(core.memory.bandwidth == 256000000000ULL);
+  CHECK(core.memory.latency == 1000);
+  CHECK(core.link.bandwidth == 32000000000ULL);
+  CHECK(core.link.latency == 5000);
+  CHECK(core.matrix.rows == 16);
+  CHECK(core.matrix.cols == 16);
+  CHECK(core.vector.lanes == 32);
+  CHECK(core.backend == "model");
+  // The cores' links together exactly use the chip memory's bandwidth (the stated assumption).
+  CHECK(core.link.bandwidth * static_cast<uint64_t>(core.fanout) == chip.memory.bandwidth);
+  CHECK(m.effective["levels"][1]["leaf"]["defaulted"] ==
+        nlohmann::ordered_json::array({"backend"}));
+  CHECK(m.effective["levels"][0]["memory"]["bandwidth"] == "1024 GB/s");
+}
+
+TEST_CASE("the base machine of the error tests is valid") {
+  MachineSpec m = parse_machine_spec(kBase, "bad.yaml");
+  CHECK(m.file == "bad.yaml");
+  CHECK(m.leaves() == 4);
+  CHECK(m.levels[1].link.latency == 0);
+}
+
+// The four acceptance errors.
+TEST_CASE("an unknown key names the file, line, key and the keys expected there") {
+  CHECK(error_of(with("  - name: core\n", "  - name: core\n    colour: red\n")) ==
+        "bad.yaml:13: levels[1].colour: unknown key (expected one of: clock, decode_cycles, "
+        "fanout, leaf, link, memory, name, pipeline_depth)");
+  CHECK(error_of(with("32 GB/s}\n", "32 GB/s, size: 1 GiB}\n")) ==
+        "bad.yaml:5: root.memory.size: unknown key (expected one of: bandwidth, banks, "
+        "capacity, latency)");
+  CHECK(error_of("extra: 1\n" + kBase) ==
+        "bad.yaml:1: extra: unknown key (expected one of: levels, machine, root)");
+}
+
+TEST_CASE("a missing key names the mapping's line and the key path") {
+  CHECK(error_of(with("    link: {bandwidth: 32 GB/s, latency: 20 ns}\n", "")) ==
+        "bad.yaml:7: levels[0].link: missing required key");
+  CHECK(error_of(with("machine: m\n", "")) == "bad.yaml:1: machine: missing required key");
+  CHECK(error_of(with("  clock: 1 GHz\n", "")) == "bad.yaml:3: root.clock: missing required key");
+  CHECK(error_of(with("{capacity: 64 MiB, ", "{")) ==
+        "bad.yaml:5: root.memory.capacity: missing required key");
+  CHECK(error_of(with("      vector: {lanes: 8}\n", "")) ==
+        "bad.yaml:17: levels[1].leaf.vector: missing required key");
+  CHECK(error_of(with("    fanout: 2\n    lfu", "    lfu")) ==
+        "bad.yaml:7: levels[0].fanout: missing required key");
+}
+
+TEST_CASE("a wrong unit names the kind expected and the value seen") {
+  CHECK(error_of(with("{bandwidth: 32 GB/s, latency", "{bandwidth: 12 GHz, latency")) ==
+        "bad.yaml:11: levels[0].link.bandwidth: expected a bandwidth such as '256 GB/s', got "
+        "'12 GHz'");
+  CHECK(error_of(with("64 MiB", "64 MHz")) ==
+        "bad.yaml:5: root.memory.capacity: expected a size such as '512 KiB', got '64 MHz'");
+  CHECK(error_of(with("  clock: 1 GHz\n", "  clock: 1000\n")) ==
+        "bad.yaml:3: root.clock: expected a frequency such as '1 GHz', got '1000'");
+  CHECK(error_of(with("latency: 20 ns", "latency: 20 GB")) ==
+        "bad.yaml:11: levels[0].link.latency: expected a time such as '100 ns', got '20 GB'");
+}
+
+TEST_CASE("a zero fan-out is rejected") {
+  CHECK(error_of(with("    fanout: 2\n    lfu", "    fanout: 0\n    lfu")) ==
+        "bad.yaml:8: levels[0].fanout: must be at least 1, got 0");
+}
+
+// The other rules.
+TEST_CASE("integers out of range name the bound and the value") {
+  CHECK(error_of(with("  lfu_throughput: 16\n", "  lfu_throughput: 16\n  pipeline_depth: -2\n")) ==
+        "bad.yaml:5: root.pipeline_depth: must be at least 1, got -2");
+  CHECK(error_of(with("  lfu_throughput: 16\n", "  lfu_throughput: 16\n  decode_cycles: -1\n")) ==
+        "bad.yaml:5: root.decode_cycles: must be at least 0, got -1");
+  CHECK(error_of(with("  lfu_throughput: 16\n", "  lfu_throughput: 0\n")) ==
+        "bad.yaml:4: root.lfu_throughput: must be at least 1, got 0");
+  CHECK(error_of(with("32 GB/s}\n", "32 GB/s, banks: 0}\n")) ==
+        "bad.yaml:5: root.memory.banks: must be at least 1, got 0");
+  CHECK(error_of(with("rows: 4", "rows: 0")) ==
+        "bad.yaml:17: levels[1].leaf.matrix.rows: must be at least 1, got 0");
+  CHECK(error_of(with("lanes: 8", "lanes: -8")) ==
+        "bad.yaml:18: levels[1].leaf.vector.lanes: must be at least 1, got -8");
+  CHECK(error_of(with("    fanout: 2\n    memory", "    fanout: 4294967296\n    memory")) ==
+        "bad.yaml:13: levels[1].fanout: must be at most 2147483647, got 4294967296");
+  // 2^24 x (2^24 + 1) nodes: more than the guard against overflow allows.
+  const std::string huge = replaced(with("fanout: 2\n    lfu", "fanout: 16777216\n    lfu"),
+                                    "fanout: 2\n    memory", "fanout: 16777217\n    memory");
+  CHECK(error_of(huge) ==
+        "bad.yaml:13: levels[1].fanout: makes the machine larger than 2^48 nodes");
+  CHECK(error_of(with("    fanout: 2\n    memory", "    fanout: two\n    memory")) ==
+        "bad.yaml:13: levels[1].fanout: expected an integer, got 'two'");
+}
+
+TEST_CASE("a clock must have a whole number of picoseconds per cycle") {
+  CHECK(error_of(with("  clock: 1 GHz\n", "  clock: 1.5 GHz\n")) ==
+        "bad.yaml:3: root.clock: 1.5 GHz gives a period of 666.667 ps; fracsim needs a whole "
+        "number of picoseconds");
+  CHECK(error_of(with("    fanout: 2\n    lfu", "    fanout: 2\n    clock: 3 GHz\n    lfu")) ==
+        "bad.yaml:9: levels[0].clock: 3 GHz gives a period of 333.333 ps; fracsim needs a whole "
+        "number of picoseconds");
+  CHECK(error_of(with("  clock: 1 GHz\n", "  clock: 0 GHz\n")) ==
+        "bad.yaml:3: root.clock: must be greater than zero, got '0 GHz'");
+  // 1.25 GHz has an 800 ps period: accepted.
+  MachineSpec m = parse_machine_spec(with("  clock: 1 GHz\n", "  clock: 1.25 GHz\n"), "ok.yaml");
+  CHECK(m.root.controller.period_ps() == 800);
+}
+
+TEST_CASE("a level's clock defaults to the clock of the level above") {
+  MachineSpec m = parse_machine_spec(
+      with("    fanout: 2\n    lfu", "    fanout: 2\n    clock: 500 MHz\n    lfu"), "ok.yaml");
+  CHECK(m.root.controller.clock == 1000000000);
+  CHECK(m.levels[0].controller.clock == 500000000);
+  CHECK(m.levels[1].controller.clock == 500000000);
+  CHECK(m.levels[1].controller.period_ps() == 2000);
+  CHECK(m.effective["levels"][1]["clock"] == "500 MHz");
+  CHECK(m.effective["levels"][0]["defaulted"] ==
+        nlohmann::ordered_json::array({"pipeline_depth", "decode_cycles"}));
+}
+
+TEST_CASE("zero capacities and bandwidths are rejected, negative quantities too") {
+  CHECK(error_of(with("capacity: 256 KiB", "capacity: 0 KiB")) ==
+        "bad.yaml:10: levels[0].memory.capacity: must be greater than zero, got '0 KiB'");
+  CHECK(error_of(with("bandwidth: 32 GB/s}", "bandwidth: 0 B/s}")) ==
+        "bad.yaml:5: root.memory.bandwidth: must be greater than zero, got '0 B/s'");
+  CHECK(error_of(with("{bandwidth: 16 GB/s}", "{bandwidth: 0 GB/s}")) ==
+        "bad.yaml:15: levels[1].link.bandwidth: must be greater than zero, got '0 GB/s'");
+  CHECK(error_of(with("latency: 20 ns", "latency: -20 ns")) ==
+        "bad.yaml:11: levels[0].link.latency: must not be negative, got '-20 ns'");
+}
+
+TEST_CASE("lfu_throughput and leaf belong to exactly the right levels") {
+  CHECK(error_of(with("    fanout: 2\n    memory",
+                      "    fanout: 2\n    lfu_throughput: 4\n    memory")) ==
+        "bad.yaml:14: levels[1].lfu_throughput: not allowed on the last level (a leaf has no LFU)");
+  CHECK(error_of(with("    lfu_throughput: 8\n", "    lfu_throughput: 8\n    leaf: {}\n")) ==
+        "bad.yaml:10: levels[0].leaf: only allowed on the last level");
+  CHECK(error_of(with("    lfu_throughput: 8\n", "")) ==
+        "bad.yaml:7: levels[0].lfu_throughput: missing required key");
+  const std::string no_leaf = kBase.substr(0, kBase.find("    leaf:\n"));
+  CHECK(error_of(no_leaf) == "bad.yaml:12: levels[1].leaf: missing required key");
+}
+
+TEST_CASE("the backend must be a known one") {
+  CHECK(error_of(kBase + "      backend: x\n") ==
+        "bad.yaml:19: levels[1].leaf.backend: unknown backend 'x' (expected model)");
+  MachineSpec m = parse_machine_spec(kBase + "      backend: model\n", "ok.yaml");
+  CHECK(m.levels[1].backend == "model");
+  CHECK(m.effective["levels"][1]["leaf"]["defaulted"] == nlohmann::ordered_json::array());
+}
+
+TEST_CASE("level names default to level<i> and must be unique") {
+  MachineSpec m =
+      parse_machine_spec(with("  - name: cluster\n    fanout: 2\n", "  - fanout: 3\n"), "ok.yaml");
+  CHECK(m.levels[0].name == "level0");
+  CHECK(m.levels[1].name == "core");
+  CHECK(m.leaves() == 6);
+  CHECK(m.nodes_at(0) == 3);
+  CHECK(m.effective["levels"][0]["defaulted"][0] == "name");
+  CHECK(error_of(with("name: core", "name: cluster")) ==
+        "bad.yaml:12: levels[1].name: duplicate level name 'cluster' (levels[0] has it too)");
+  CHECK(error_of(with("name: core", "name: ''")) ==
+        "bad.yaml:12: levels[1].name: must not be empty");
+}
+
+TEST_CASE("the levels must be a non-empty list of mappings") {
+  const std::string head = kBase.substr(0, kBase.find("levels:\n"));
+  CHECK(error_of(head + "levels: []\n") == "bad.yaml:6: levels: must list at least one level");
+  CHECK(error_of(head + "levels: {a: 1}\n") ==
+        "bad.yaml:6: levels: expected a list of levels, from the top down");
+  CHECK(error_of(head + "levels:\n  - 5\n") == "bad.yaml:7: levels[0]: expected a mapping of keys");
+  CHECK(error_of(head) == "bad.yaml:1: levels: missing required key");
+}
+
+TEST_CASE("a single level is both the top level and the leaf") {
+  const std::string head = kBase.substr(0, kBase.find("  - name: cluster\n"));
+  const std::string core = kBase.substr(kBase.find("  - name: core\n"));
+  MachineSpec m = parse_machine_spec(head + core, "ok.yaml");
+  REQUIRE(m.levels.size() == 1);
+  CHECK(m.levels[0].is_leaf);
+  CHECK(m.leaves() == 2);
+}
+
+TEST_CASE("a file that cannot be read names its path") {
+  try {
+    load_machine_spec("/nonexistent/m.yaml");
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()) == "/nonexistent/m.yaml: cannot open file");
+  }
+}
+
+}  // namespace
+}  // namespace fracsim::sim
