@@ -1,0 +1,472 @@
+// The binary (.fbin) and text (.fasm) program formats: exact bytes, exact round trips, and the
+// exact message of every rejection.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <random>
+
+#include <doctest/doctest.h>
+
+#include "isa/assembly.h"
+#include "isa/encoding.h"
+#include "isa/error.h"
+
+using namespace fracsim;
+using namespace fracsim::isa;
+
+namespace {
+
+template <typename Fn>
+std::string config_error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no ConfigError)";
+}
+
+TensorRef tensor(uint64_t address, DType dtype, Shape shape, Shape strides) {
+  TensorRef t;
+  t.address = address;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.strides = std::move(strides);
+  return t;
+}
+
+// The program whose encoding is written out by hand below.
+Program tiny_program() {
+  Program p;
+  p.name = "t";
+  p.footprint = 0x40;
+  p.instructions.push_back({0x0102, {tensor(0x10, DType::i8, {2, 3}, {0, 1})}, {-2}});
+  DataSegment bytes;
+  bytes.address = 0x20;
+  bytes.dtype = DType::i16;
+  bytes.count = 1;
+  bytes.bytes = {0x34, 0x12};
+  DataSegment random;
+  random.kind = DataSegment::Kind::random;
+  random.address = 0x30;
+  random.count = 2;
+  random.seed = 7;
+  random.lo = -1.0;
+  random.hi = 2.5;
+  p.data = {bytes, random};
+  p.symbols.push_back({"y", SymbolRole::output, tensor(0x10, DType::i8, {3}, {1})});
+  return p;
+}
+
+// clang-format off
+const std::vector<uint8_t> kTinyBytes = {
+    'F', 'B', 'I', 'N', 1, 0, 0, 0,                 // 0: magic, version 1, flags 0
+    1, 0, 0, 0, 't',                                // 8: name
+    0x40, 0, 0, 0, 0, 0, 0, 0,                      // 13: footprint
+    1, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0,             // 21: instruction, data, symbol counts
+    0x02, 0x01, 1, 1,                               // 33: opcode 0x102, 1 operand, 1 attribute
+    0x10, 0, 0, 0, 0, 0, 0, 0, 5, 2,                // 37: address, dtype i8 (45), rank 2 (46)
+    2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // 47: extent 2, stride 0
+    3, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, // 63: extent 3, stride 1
+    0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // 79: attribute -2
+    0, 0x20, 0, 0, 0, 0, 0, 0, 0, 4,                // 87: kind bytes, address, dtype i16
+    1, 0, 0, 0, 0, 0, 0, 0, 0x34, 0x12,             // 97: count 1, the bytes
+    1, 0x30, 0, 0, 0, 0, 0, 0, 0, 0,                // 107: kind random, address, dtype f32
+    2, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, // 117: count 2, seed 7
+    0, 0, 0, 0, 0, 0, 0xf0, 0xbf,                   // 133: lo -1.0
+    0, 0, 0, 0, 0, 0, 0x04, 0x40,                   // 141: hi 2.5
+    1, 0, 0, 0, 'y', 2,                             // 149: symbol name, role output (154)
+    0x10, 0, 0, 0, 0, 0, 0, 0, 5, 1,                // 155: address, dtype i8, rank 1
+    3, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, // 165: extent 3, stride 1
+    0xad, 0x19, 0x4a, 0x22,                         // 181: FNV-1a 0x224a19ad
+};
+// clang-format on
+
+// Replaces the trailing checksum, so that a test reaches the structural check it aims at.
+std::vector<uint8_t> reseal(std::vector<uint8_t> b) {
+  b.resize(b.size() - 4);
+  uint32_t h = fnv1a32(b.data(), b.size());
+  for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(h >> (8 * i)));
+  return b;
+}
+
+std::vector<uint8_t> with_bytes(std::vector<uint8_t> b, size_t at, std::vector<uint8_t> v) {
+  std::copy(v.begin(), v.end(), b.begin() + at);
+  return reseal(b);
+}
+
+// Every feature of the formats: each op of `ops` with each value of each attribute, every dtype,
+// stride-0 dims, both segment kinds with awkward doubles, every role, names that need quoting.
+Program feature_program(const OpTable& ops, const std::string& name) {
+  Program p;
+  p.name = name;
+  p.footprint = 0x123456789;
+  int n = 0;
+  auto next_tensor = [&](size_t rank) {
+    TensorRef t;
+    t.address = 0x40 * static_cast<uint64_t>(++n);
+    t.dtype = static_cast<DType>(n % kDTypeCount);
+    for (size_t d = 0; d < rank; ++d) {
+      t.shape.push_back(static_cast<int64_t>(d + 2));
+      t.strides.push_back((n + d) % 3 == 0 ? 0 : static_cast<int64_t>(d + 5));
+    }
+    return t;
+  };
+  for (const OpDef& op : ops.ops()) {
+    std::vector<int64_t> defaults;
+    for (const AttrDef& a : op.attributes) defaults.push_back(a.default_value);
+    std::vector<std::vector<int64_t>> variants = {defaults};
+    for (size_t a = 0; a < op.attributes.size(); ++a) {
+      const AttrDef& ad = op.attributes[a];
+      std::vector<int64_t> values = {-7, 0, std::numeric_limits<int64_t>::min()};
+      if (ad.type == AttrType::boolean) values = {0, 1};
+      if (ad.type == AttrType::enumeration) {
+        values.clear();
+        for (size_t v = 0; v < ad.values.size(); ++v) values.push_back(static_cast<int64_t>(v));
+      }
+      for (int64_t v : values) {
+        variants.push_back(defaults);
+        variants.back()[a] = v;
+      }
+    }
+    for (const auto& attrs : variants) {
+      Instruction in;
+      in.opcode = op.opcode;
+      for (const OperandDef& od : op.operands) in.operands.push_back(next_tensor(od.dims.size()));
+      in.attrs = attrs;
+      p.instructions.push_back(in);
+    }
+  }
+  for (int t = 0; t < kDTypeCount; ++t) {
+    DataSegment d;
+    d.address = 0x1000 * static_cast<uint64_t>(t);
+    d.dtype = static_cast<DType>(t);
+    d.count = 3;
+    for (uint32_t i = 0; i < 3 * dtype_size(d.dtype); ++i)
+      d.bytes.push_back((0x7f + 0x45 * i) & 0xff);
+    p.data.push_back(d);
+  }
+  p.data.push_back(DataSegment{});  // an empty bytes segment
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<std::pair<double, double>> bounds = {
+      {-1, 1}, {0.1, 1e300}, {-0.0, 5e-324}, {-inf, inf}, {-2.5e-8, 0.30000000000000004}};
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    DataSegment d;
+    d.kind = DataSegment::Kind::random;
+    d.address = 0x8000 + i;
+    d.dtype = static_cast<DType>(i % kDTypeCount);
+    d.count = 1000003 * i;
+    d.seed = i == 0 ? std::numeric_limits<uint64_t>::max() : i;
+    d.lo = bounds[i].first;
+    d.hi = bounds[i].second;
+    p.data.push_back(d);
+  }
+  const std::vector<std::string> names = {"x",
+                                          "input.1",
+                                          "/l1/conv/Conv_output_0",
+                                          "with space",
+                                          "q\"uo;te\\",
+                                          std::string("\x01\xff\0z", 4),
+                                          ""};
+  for (size_t i = 0; i < names.size(); ++i)
+    p.symbols.push_back({names[i], static_cast<SymbolRole>(i % 3), next_tensor(i % 4)});
+  p.symbols.push_back({"rank8", SymbolRole::weight,
+                       tensor(std::numeric_limits<uint64_t>::max(), DType::bf16,
+                              {1, 2, 3, 4, 5, 6, 7, -8}, {0, -1, 2, 0, 4, 5, 6, 7})});
+  return p;
+}
+
+// An op with an int attribute and a rank-0 operand, which the built-in ops lack.
+const OpTable& test_ops() {
+  static const OpTable table = [] {
+    OpTable t;
+    t.add_yaml(R"(op: scale
+opcode: 0x7f
+unit: vector
+dims: {N: parallel}
+operands:
+  - {name: s, role: in, dims: []}
+  - {name: x, role: in, dims: [N]}
+  - {name: out, role: out, dims: [N]}
+attributes:
+  - {name: shift, type: int, default: 3}
+  - {name: saturate, type: bool, default: true}
+  - {name: mode, type: enum, values: [near, zero], default: zero}
+dtypes: [[i32, i32, i32]]
+work: N
+)",
+               "scale.yaml");
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+TEST_CASE("encoding: the bytes of a tiny program, field by field") {
+  CHECK(encode_program(tiny_program()) == kTinyBytes);
+  CHECK(decode_program(kTinyBytes, "t.fbin") == tiny_program());
+  CHECK(fnv1a32(reinterpret_cast<const uint8_t*>("a"), 1) == 0xe40c292cu);  // published vector
+}
+
+TEST_CASE("encoding: binary round trip of every feature") {
+  for (const OpTable* ops : {&OpTable::builtin(), &test_ops()}) {
+    const Program p = feature_program(*ops, "features");
+    const std::vector<uint8_t> bytes = encode_program(p);
+    const Program back = decode_program(bytes, "f.fbin");
+    CHECK(back == p);
+    CHECK(std::signbit(back.data.at(p.data.size() - 3).lo));  // -0.0 kept, not just == 0
+    CHECK(encode_program(back) == bytes);
+  }
+}
+
+TEST_CASE("encoding: decode rejects malformed files with exact messages") {
+  auto err = [](const std::vector<uint8_t>& b) {
+    return config_error_of([&] { decode_program(b, "t.fbin"); });
+  };
+  const std::vector<uint8_t>& t = kTinyBytes;
+  CHECK(err({}) == "t.fbin: not a fracsim binary (bad magic)");
+  CHECK(err({'F', 'B', 'I', 'X', 1, 0, 0, 0}) == "t.fbin: not a fracsim binary (bad magic)");
+  CHECK(err({'F', 'B', 'I', 'N'}) ==
+        "t.fbin: byte 4: truncated: format version needs 2 bytes, 0 remain");
+  CHECK(err(with_bytes(t, 4, {7})) ==
+        "t.fbin: format version 7 is not supported (this fracsim reads version 1)");
+  CHECK(err(with_bytes(t, 6, {1})) ==
+        "t.fbin: byte 6: unsupported flags 0x0001 (version 1 defines none)");
+  CHECK(err({'F', 'B', 'I', 'N', 1, 0, 0, 0}) ==
+        "t.fbin: byte 8: truncated: checksum needs 4 bytes, 0 remain");
+  std::vector<uint8_t> flipped = t;
+  flipped[13] ^= 1;
+  CHECK(err(flipped) ==
+        "t.fbin: byte 181: checksum mismatch (stored 0x224a19ad, computed "
+        "0x775ef04c): the file is corrupted or truncated");
+  std::vector<uint8_t> cut(t.begin(), t.end() - 10);  // ends 6 bytes into the symbol's extent
+  CHECK(err(reseal(cut)) == "t.fbin: byte 165: truncated: symbol 0 extent needs 8 bytes, 6 remain");
+  CHECK(err(with_bytes(t, 45, {6})) ==
+        "t.fbin: byte 45: invalid dtype code 6 in instruction 0 operand 0");
+  CHECK(err(with_bytes(t, 46, {9})) ==
+        "t.fbin: byte 46: instruction 0 operand 0 has rank 9 (at most 8)");
+  CHECK(err(with_bytes(t, 87, {2})) == "t.fbin: byte 87: invalid kind code 2 in data segment 0");
+  CHECK(err(with_bytes(t, 96, {0xff})) ==
+        "t.fbin: byte 96: invalid dtype code 255 in data segment 0");
+  CHECK(err(with_bytes(t, 154, {3})) == "t.fbin: byte 154: invalid role code 3 in symbol 0");
+  // Absurd counts and lengths fail on the bound, before any allocation.
+  CHECK(err(with_bytes(t, 21, {0xff, 0xff, 0xff, 0xff})) ==
+        "t.fbin: byte 21: instruction count 4294967295 is more than the remaining 156 bytes can "
+        "hold");
+  CHECK(err(with_bytes(t, 29, {0x0b})) ==
+        "t.fbin: byte 29: symbol count 11 is more than the remaining 148 bytes can hold");
+  CHECK(err(with_bytes(t, 8, {0xff, 0xff, 0xff, 0x7f})) ==
+        "t.fbin: byte 12: truncated: program name needs 2147483647 bytes, 169 remain");
+  CHECK(err(with_bytes(t, 97, {0, 0, 0, 0, 0, 0, 0, 0x10})) ==
+        "t.fbin: byte 97: truncated: data segment 0 holds 1152921504606846976 elements of i16, "
+        "more than the remaining 76 bytes");
+  std::vector<uint8_t> longer = t;
+  longer.insert(longer.end() - 4, {0, 0});
+  CHECK(err(reseal(longer)) == "t.fbin: byte 181: 2 unexpected bytes before the checksum");
+}
+
+// Any file decode accepts re-encodes to the same bytes; anything else is a ConfigError (never a
+// crash, another exception type or a huge allocation).
+TEST_CASE("encoding: every single-byte corruption and truncation fails cleanly or round-trips") {
+  int accepted = 0, rejected = 0;
+  for (size_t at = 0; at + 4 < kTinyBytes.size(); ++at)
+    for (uint8_t v : {0x00, 0x01, 0x09, 0x80, 0xff}) {
+      std::vector<uint8_t> b = kTinyBytes;
+      if (b[at] == v) continue;
+      b[at] = v;
+      b = reseal(b);
+      Program p;
+      try {
+        p = decode_program(b, "t.fbin");
+      } catch (const ConfigError&) {
+        ++rejected;
+        continue;
+      }
+      ++accepted;
+      CHECK(encode_program(p) == b);
+    }
+  // Addresses, extents, attributes, payload bytes and doubles take any value; magic, version,
+  // flags, counts, lengths, codes and ranks do not. Exact, so that a looser decoder shows up.
+  CHECK(accepted == 564);
+  CHECK(rejected == 190);
+  for (size_t n = 0; n < kTinyBytes.size(); ++n) {
+    std::vector<uint8_t> prefix(kTinyBytes.begin(), kTinyBytes.begin() + static_cast<long>(n));
+    CHECK_THROWS_AS(decode_program(prefix, "t.fbin"), ConfigError);
+    if (n >= 12) CHECK_THROWS_AS(decode_program(reseal(prefix), "t.fbin"), ConfigError);
+  }
+}
+
+TEST_CASE("encoding: encode rejects what the format cannot hold") {
+  Program p = tiny_program();
+  p.instructions[0].operands[0] = tensor(0, DType::f32, Shape(9, 1), Shape(9, 1));
+  CHECK(config_error_of([&] { encode_program(p); }) ==
+        "program 't': instruction 0: operand 0: rank 9 exceeds the format's maximum of 8");
+  p = tiny_program();
+  p.symbols[0].tensor.strides.push_back(1);
+  CHECK(config_error_of([&] { encode_program(p); }) ==
+        "program 't': symbol y: 1 extents but 2 strides");
+  p = tiny_program();
+  p.data[0].bytes.push_back(0);
+  CHECK(config_error_of([&] { encode_program(p); }) ==
+        "program 't': data segment at 0x20: 3 bytes for 1 elements of i16");
+  p = tiny_program();
+  p.data[0].hi = 1;
+  CHECK(config_error_of([&] { encode_program(p); }) ==
+        "program 't': data segment at 0x20: a bytes segment cannot carry seed, lo or hi");
+  p = tiny_program();
+  p.data[1].bytes = {1};
+  CHECK(config_error_of([&] { encode_program(p); }) ==
+        "program 't': data segment at 0x30: a random segment cannot carry bytes");
+}
+
+TEST_CASE("encoding: files") {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            fmt::format("fracsim_test_encoding_{}.fbin", std::random_device{}()))
+                               .string();
+  write_file_bytes(path, kTinyBytes);
+  CHECK(read_file_bytes(path) == kTinyBytes);
+  std::remove(path.c_str());
+  CHECK(config_error_of([&] { read_file_bytes(path); }) == path + ": cannot open file");
+  CHECK(config_error_of([] { read_file_bytes("/"); }) == "/: cannot open file");
+  CHECK(config_error_of([] { write_file_bytes("/nonexistent-dir/x.fbin", {}); }) ==
+        "/nonexistent-dir/x.fbin: cannot open file");
+}
+
+TEST_CASE("assembly: exact text of a program") {
+  Program p = tiny_program();
+  p.name = "tiny net";
+  const OpDef& elt = OpTable::builtin().get("eltwise");
+  p.instructions = {
+      {elt.opcode,
+       {tensor(0x10, DType::i8, {2, 3}, {0, 1}), tensor(0x10, DType::i8, {2, 3}, {3, 1}),
+        tensor(0x0, DType::i8, {2, 3}, {3, 1})},
+       {2}}};
+  const std::string text =
+      "; fracsim assembly, format 1\n"
+      ".program \"tiny net\"\n"
+      ".footprint 64\n"
+      ".symbol output y i8@0x10[3:1]\n"
+      ".data bytes 0x20 i16 1 3412\n"
+      ".data random 0x30 f32 2 seed=7 lo=-1 hi=2.5\n"
+      "eltwise a=i8@0x10[2,3:0,1] b=i8@0x10[2,3:3,1] out=i8@0x0[2,3:3,1] fn=max\n";
+  CHECK(disassemble(p, OpTable::builtin()) == text);
+  CHECK(assemble(text, "t.fasm", OpTable::builtin()) == p);
+  // Comments, blank lines, CRLF, any operand order and tabs read the same.
+  const std::string loose =
+      "; hand written\r\n\r\n.footprint 64 ; bytes\r\n.program \"tiny net\"\r\n"
+      ".symbol output y i8@0x10[3:1]\n.data bytes 0x20 i16 1 3412\n"
+      ".data random 0x30 f32 2 seed=7 lo=-1.0 hi=25e-1\n"
+      "  eltwise\tfn=max out=i8@0x0[2,3:3,1] b=i8@0x10[2,3:3,1] a=i8@0x10[2,3:0,1];done\n";
+  CHECK(assemble(loose, "t.fasm", OpTable::builtin()) == p);
+}
+
+TEST_CASE("assembly: text round trip is byte-identical for every feature") {
+  for (const OpTable* ops : {&OpTable::builtin(), &test_ops()}) {
+    for (const std::string& name : {std::string("features"), std::string("a b\"\\\t\x7f")}) {
+      const Program p = feature_program(*ops, name);
+      const std::string text = disassemble(p, *ops);
+      const Program back = assemble(text, "f.fasm", *ops);
+      CHECK(encode_program(back) == encode_program(p));
+      CHECK(back == p);
+      CHECK(disassemble(back, *ops) == text);
+    }
+  }
+  const std::string text = disassemble(feature_program(test_ops(), "s"), test_ops());
+  CHECK(text.find(" s=f16@0x40[:] x=") != std::string::npos);  // rank 0
+  CHECK(text.find(" shift=-9223372036854775808 saturate=1 mode=zero\n") != std::string::npos);
+  CHECK(text.find(".symbol output \"\\x01\\xff\\x00z\" ") != std::string::npos);
+  CHECK(text.find(" lo=-0 hi=5e-324\n") != std::string::npos);
+  CHECK(text.find(" lo=-inf hi=inf\n") != std::string::npos);
+  CHECK(text.find(".data bytes 0x0 f32 0\n") != std::string::npos);  // empty: no hex token
+}
+
+TEST_CASE("assembly: disassemble rejects what the text cannot carry back") {
+  Program p = tiny_program();
+  CHECK(config_error_of([&] { disassemble(p, OpTable::builtin()); }) ==
+        "program 't': instruction 0: unknown opcode 0x102");
+  const OpDef& mm = OpTable::builtin().get("matmul");
+  const TensorRef m = tensor(0, DType::f32, {2, 2}, {2, 1});
+  p.instructions = {{mm.opcode, {m, m, m}, {2}}};
+  CHECK(config_error_of([&] { disassemble(p, OpTable::builtin()); }) ==
+        "program 't': instruction 0 (matmul): attribute accumulate has an invalid value 2");
+  p.instructions = {{mm.opcode, {m, m}, {0}}};
+  CHECK(config_error_of([&] { disassemble(p, OpTable::builtin()); }) ==
+        "program 't': instruction 0 (matmul): 2 operands and 1 attributes, but the op declares 3 "
+        "and 1");
+  p.instructions.clear();
+  p.data[1].hi = std::nan("");
+  CHECK(config_error_of([&] { disassemble(p, OpTable::builtin()); }) ==
+        "program 't': data segment at 0x30: lo or hi is NaN");
+}
+
+TEST_CASE("assembly: every error names the line and token") {
+  const std::string t22 = "f32@0x0[2,2:2,1]";
+  const std::string elt = "eltwise a=" + t22 + " b=" + t22 + " out=" + t22;
+  auto err = [](const std::string& body, const OpTable& ops = OpTable::builtin()) {
+    return config_error_of([&] { assemble(".program p\n.footprint 64\n" + body, "t.fasm", ops); });
+  };
+  CHECK(err(elt + " fn=add") == "(no ConfigError)");
+  CHECK(err("matmull a=" + t22) == "t.fasm:3: unknown op 'matmull'");
+  CHECK(err(elt + " fn=add c=" + t22) == "t.fasm:3: eltwise: unknown operand or attribute 'c'");
+  CHECK(err("eltwise a=" + t22 + " out=" + t22 + " fn=add") ==
+        "t.fasm:3: eltwise: missing operand 'b'");
+  CHECK(err(elt) == "t.fasm:3: eltwise: missing attribute 'fn' (assembly does not apply defaults)");
+  CHECK(err(elt + " a=" + t22 + " fn=add") == "t.fasm:3: eltwise: operand 'a' is given twice");
+  CHECK(err(elt + " fn=add fn=mul") == "t.fasm:3: eltwise: attribute 'fn' is given twice");
+  CHECK(err(elt + " fn=sub") ==
+        "t.fasm:3: eltwise: attribute fn: 'sub' is not one of add, mul, max");
+  CHECK(err(elt + " fn") == "t.fasm:3: eltwise: expected name=value, got 'fn'");
+  CHECK(err(elt + " \"fn\"") == "t.fasm:3: eltwise: unexpected quoted string \"fn\"");
+  const std::string bad_tensor = "t.fasm:3: eltwise: operand a: bad tensor ";
+  auto with_a = [&](const std::string& a) { return err("eltwise a=" + a + " b=" + t22); };
+  CHECK(with_a("f32@0x0[2,2]") ==
+        bad_tensor + "'f32@0x0[2,2]': expected one ':' between extents and strides");
+  CHECK(with_a("f32@0x0[2,2:2,1") ==
+        bad_tensor + "'f32@0x0[2,2:2,1': expected [EXTENTS:STRIDES] after the address");
+  CHECK(with_a("f32[2:1]") == bad_tensor + "'f32[2:1]': expected DTYPE@ADDRESS[EXTENTS:STRIDES]");
+  CHECK(with_a("f64@0x0[2:1]") == bad_tensor + "'f64@0x0[2:1]': unknown dtype 'f64'");
+  CHECK(with_a("f32@40[2:1]") ==
+        bad_tensor + "'f32@40[2:1]': bad address '40' (expected hex, as 0x40)");
+  CHECK(with_a("f32@0x0[2,x:2,1]") == bad_tensor + "'f32@0x0[2,x:2,1]': bad extent 'x'");
+  CHECK(with_a("f32@0x0[2,2:2,]") == bad_tensor + "'f32@0x0[2,2:2,]': bad stride ''");
+  CHECK(with_a("f32@0x0[2,2:1]") == bad_tensor + "'f32@0x0[2,2:1]': 2 extents but 1 strides");
+  CHECK(with_a("f32@0x0[1,1,1,1,1,1,1,1,1:1,1,1,1,1,1,1,1,1]") ==
+        bad_tensor +
+            "'f32@0x0[1,1,1,1,1,1,1,1,1:1,1,1,1,1,1,1,1,1]': rank 9 exceeds the maximum of 8");
+  CHECK(with_a("f32@0x0[4:1]") ==
+        "t.fasm:3: eltwise: operand a: rank 1 in 'f32@0x0[4:1]', but the op declares 2 dims (M,N)");
+  CHECK(err("matmul a=" + t22 + " b=" + t22 + " out=" + t22 + " accumulate=true") ==
+        "t.fasm:3: matmul: attribute accumulate: expected 0 or 1, got 'true'");
+  CHECK(err("scale s=i32@0x0[:] x=i32@0x0[2:1] out=i32@0x0[2:1] shift=1.5 saturate=0 mode=near",
+            test_ops()) == "t.fasm:3: scale: attribute shift: expected an integer, got '1.5'");
+  CHECK(err(".foo 1") == "t.fasm:3: unknown directive '.foo'");
+  CHECK(err(".program q") == "t.fasm:3: .program: given twice (first on line 1)");
+  CHECK(err(".footprint") == "t.fasm:3: .footprint: expected BYTES, got 0 arguments");
+  CHECK(config_error_of([] { assemble(".program p\n", "t.fasm", OpTable::builtin()); }) ==
+        "t.fasm: missing .footprint directive");
+  CHECK(config_error_of([] { assemble(".footprint 0x40", "t.fasm", OpTable::builtin()); }) ==
+        "t.fasm:1: .footprint: expected a decimal byte count, got '0x40'");
+  CHECK(err(".program \"abc") == "t.fasm:3: unterminated quoted name \"abc");
+  CHECK(err(".program \"a\\n\"") ==
+        "t.fasm:3: bad escape in quoted name \"a\" (use \\\", \\\\ or \\xHH)");
+  CHECK(err(".symbol in x " + t22) ==
+        "t.fasm:3: .symbol: unknown role 'in' (expected input, weight or output)");
+  CHECK(err(".symbol input x") == "t.fasm:3: .symbol: expected ROLE NAME TENSOR, got 2 arguments");
+  CHECK(err(".symbol input x f32@0x0[2:]") ==
+        "t.fasm:3: .symbol: bad tensor 'f32@0x0[2:]': 1 extents but 0 strides");
+  CHECK(err(".data rand 0x0 f32 1") ==
+        "t.fasm:3: .data: unknown kind 'rand' (expected bytes or random)");
+  CHECK(err(".data bytes 0x0 i16 2 0102") ==
+        "t.fasm:3: .data: 2 elements of i16 need 8 hex digits, got 4");
+  CHECK(err(".data bytes 0x0 i8 1 zz") == "t.fasm:3: .data: bad hex byte 'zz'");
+  CHECK(err(".data bytes 0x0 f64 1 00") == "t.fasm:3: .data: unknown dtype 'f64'");
+  CHECK(err(".data bytes 0 i8 1 00") == "t.fasm:3: .data: bad address '0' (expected hex, as 0x40)");
+  CHECK(err(".data random 0x0 f32 1 seed=1 lo=nan hi=1") ==
+        "t.fasm:3: .data: bad lo 'nan' (expected a number)");
+  CHECK(err(".data random 0x0 f32 1 seed=1 hi=1 lo=0") ==
+        "t.fasm:3: .data: expected lo=... in 'random ADDRESS DTYPE COUNT seed=S lo=L hi=H', got "
+        "'hi=1'");
+  CHECK(err(".data random 0x0 f32 1 seed=-1 lo=0 hi=1") == "t.fasm:3: .data: bad seed '-1'");
+}

@@ -1,0 +1,135 @@
+// Exact-cycle tests of the node pipeline on a one-level machine: the root and one leaf.
+//
+// The machine (kOneLevel): everything at 1 GHz, so a cycle is 1 ns.
+//  - root: decode 1 cycle; its memory is the main memory (bandwidth 64 GB/s, latency 0).
+//  - leaf: decode 1 cycle; link 16 GB/s with 10 ns latency. The DMA moves bytes at the slower
+//    of link and parent memory, 16 B/cycle, and pays the latency once per piece and direction:
+//      LD or WB of B bytes = 10 + ceil(B / 16) cycles.
+//  - matrix unit 4x4: cycles = ceil(M/4) * ceil(N/4) * K + 4 + 4 - 1.
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+
+#include "isa/error.h"
+#include "isa/reference.h"
+#include "sim/machine.h"
+
+using namespace fracsim;
+using namespace fracsim::sim;
+
+namespace {
+
+std::string one_level(int pipeline_depth, const std::string& capacity) {
+  return fmt::format(R"(machine: one
+root:
+  clock: 1 GHz
+  lfu_throughput: 1
+  memory: {{capacity: 1 MiB, bandwidth: 64 GB/s}}
+levels:
+  - name: core
+    fanout: 1
+    pipeline_depth: {}
+    memory: {{capacity: {}, bandwidth: 64 GB/s}}
+    link: {{bandwidth: 16 GB/s, latency: 10 ns}}
+    leaf:
+      matrix: {{rows: 4, cols: 4}}
+      vector: {{lanes: 8}}
+)", pipeline_depth, capacity);
+}
+
+// One matmul a[M,K] x b[K,N] -> out, operands one after another in the main memory.
+isa::Program matmul_program(int64_t M, int64_t K, int64_t N) {
+  const isa::OpDef& op = isa::OpTable::builtin().get("matmul");
+  isa::Program p;
+  p.name = "mm";
+  isa::TensorRef a = isa::make_tensor(0, isa::DType::f32, {M, K});
+  isa::TensorRef b = isa::make_tensor(4096, isa::DType::f32, {K, N});
+  isa::TensorRef out = isa::make_tensor(8192, isa::DType::f32, {M, N});
+  p.footprint = 12288;
+  p.instructions.push_back(isa::Instruction{op.opcode, {a, b, out}, {0}});
+  isa::DataSegment da;
+  da.kind = isa::DataSegment::Kind::random;
+  da.count = M * K;
+  da.seed = 1;
+  da.lo = -1;
+  da.hi = 1;
+  isa::DataSegment db = da;
+  db.address = 4096;
+  db.count = K * N;
+  db.seed = 2;
+  p.data = {da, db};
+  p.symbols = {isa::Symbol{"out", isa::SymbolRole::output, out}};
+  return p;
+}
+
+RunResult run(const std::string& yaml, const isa::Program& p, Mode mode) {
+  return simulate(parse_machine_spec(yaml, "one.yaml"), isa::OpTable::builtin(), p, mode);
+}
+
+uint64_t counter(const RunResult& r, int node, Counter c) { return r.nodes.at(node).stats[c]; }
+
+}  // namespace
+
+TEST_CASE("one matmul in one piece: decode, load, compute, write back") {
+  // a[8,8], b[8,8], out[8,8] f32: 256 B each, one piece (768 B fit a 1 KiB sub-block).
+  //   root ID            0 ->   1
+  //   leaf ID            1 ->   2
+  //   leaf LD  512 B     2 ->  44   (10 + 32)
+  //   leaf EX            44 ->  83   (2 * 2 * 8 + 7 = 39)
+  //   leaf WB  256 B     83 -> 109   (10 + 16)
+  const isa::Program p = matmul_program(8, 8, 8);
+  for (Mode mode : {Mode::timing, Mode::functional}) {
+    RunResult r = run(one_level(3, "3 KiB"), p, mode);
+    CHECK(r.cycles == 109);
+    CHECK(counter(r, 1, Counter::pieces) == 1);
+    CHECK(counter(r, 1, Counter::load_cycles) == 42);
+    CHECK(counter(r, 1, Counter::unit_cycles) == 39);
+    CHECK(counter(r, 1, Counter::writeback_cycles) == 26);
+    CHECK(counter(r, 1, Counter::load_bytes) == 512);
+    CHECK(counter(r, 1, Counter::store_bytes) == 256);
+    CHECK(counter(r, 0, Counter::execute_cycles) == 108);
+  }
+}
+
+TEST_CASE("three pieces overlap in the pipeline: LD of piece 2 runs during EX of piece 1") {
+  // a[9,4], b[4,4], out[9,4]. A sub-block of 256 B forces M into 3 pieces of 3 rows (tiles are
+  // 64-byte aligned: a[3,4] 64 + b 64 + out[3,4] 64 = 192 B; two pieces would need 320 B).
+  // Per piece: LD 48 + 64 = 112 B -> 10 + 7 = 17; EX 1 * 1 * 4 + 7 = 11; WB 48 B -> 10 + 3 = 13.
+  //            ID       LD        EX        WB
+  //   piece 0  1 -> 2   2 -> 19   19 -> 30  30 -> 43
+  //   piece 1  2 -> 3   19 -> 36  36 -> 47  47 -> 60
+  //   piece 2  3 -> 4   36 -> 53  53 -> 64  64 -> 77
+  const isa::Program p = matmul_program(9, 4, 4);
+  for (Mode mode : {Mode::timing, Mode::functional}) {
+    RunResult r = run(one_level(3, "768 B"), p, mode);
+    CHECK(counter(r, 1, Counter::pieces) == 3);
+    CHECK(counter(r, 1, Counter::load_cycles) == 3 * 17);
+    CHECK(counter(r, 1, Counter::unit_cycles) == 3 * 11);
+    CHECK(counter(r, 1, Counter::writeback_cycles) == 3 * 13);
+    CHECK(r.cycles == 77);
+  }
+}
+
+TEST_CASE("with one sub-block the same pieces run one after another") {
+  // Same pieces (the single sub-block is 256 B); each waits for the previous write-back:
+  // 1 + 3 * (1 + 17 + 11 + 13) = 127.
+  RunResult r = run(one_level(1, "256 B"), matmul_program(9, 4, 4), Mode::timing);
+  CHECK(counter(r, 1, Counter::pieces) == 3);
+  CHECK(r.cycles == 127);
+}
+
+TEST_CASE("the functional run computes what the reference computes") {
+  const isa::Program p = matmul_program(9, 4, 4);
+  RunResult r = run(one_level(3, "768 B"), p, Mode::functional);
+  std::vector<uint8_t> ref = isa::run_reference(p, isa::OpTable::builtin());
+  CHECK(std::equal(ref.begin() + 8192, ref.begin() + 8192 + 9 * 4 * 4, r.memory.begin() + 8192));
+}
+
+TEST_CASE("a program larger than the main memory is refused with both sizes") {
+  isa::Program p = matmul_program(8, 8, 8);
+  p.footprint = 2 << 20;
+  CHECK_THROWS_WITH_AS(run(one_level(3, "3 KiB"), p, Mode::timing),
+                       "one.yaml: program mm needs 2097152 bytes of main memory (plus room for "
+                       "partial results) but the machine's root memory holds 1048576",
+                       ConfigError);
+}
