@@ -1,5 +1,6 @@
 #include "isa/expr.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "isa/error.h"
@@ -7,11 +8,21 @@
 namespace fracsim::isa {
 
 struct Expr::Node {
-  char op = 0;  // 0: literal, 'v': name, else a binary operator
+  char op = 0;  // 0: literal, 'v': name, 'f': function call, else a binary operator
   int64_t value = 0;
   std::string name;
   std::shared_ptr<const Node> lhs, rhs;
+  std::vector<std::shared_ptr<const Node>> args;  // 'f'
 };
+
+namespace {
+// The functions a formula may call, with their argument counts.
+const std::map<std::string, size_t>& functions() {
+  static const std::map<std::string, size_t> f = {
+      {"cdiv", 2}, {"min", 2}, {"max", 2}, {"clog2", 1}};
+  return f;
+}
+}  // namespace
 
 namespace {
 using NodePtr = std::shared_ptr<const Expr::Node>;
@@ -79,6 +90,28 @@ class Parser {
       while (pos_ < s_.size() &&
              (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_'))
         n->name += s_[pos_++];
+      skip();
+      if (pos_ < s_.size() && s_[pos_] == '(') {
+        auto f = functions().find(n->name);
+        if (f == functions().end()) fail("unknown function '" + n->name + "'");
+        n->op = 'f';
+        ++pos_;
+        while (true) {
+          n->args.push_back(sum());
+          skip();
+          if (pos_ < s_.size() && s_[pos_] == ',') {
+            ++pos_;
+            continue;
+          }
+          if (pos_ < s_.size() && s_[pos_] == ')') {
+            ++pos_;
+            break;
+          }
+          fail("expected ',' or ')'");
+        }
+        if (n->args.size() != f->second)
+          fail(fmt::format("{} takes {} argument(s), got {}", n->name, f->second, n->args.size()));
+      }
       return n;
     }
     fail("unexpected '" + std::string(1, c) + "'");
@@ -98,6 +131,16 @@ int64_t eval_node(const Expr::Node& n, const std::map<std::string, int64_t>& var
       FRACSIM_ASSERT(it != vars.end(), "formula name '{}' unbound", n.name);
       return it->second;
     }
+    case 'f': {
+      std::vector<int64_t> a;
+      for (const auto& arg : n.args) a.push_back(eval_node(*arg, vars));
+      if (n.name == "cdiv") return a[1] == 0 ? 0 : (a[0] + a[1] - 1) / a[1];
+      if (n.name == "min") return std::min(a[0], a[1]);
+      if (n.name == "max") return std::max(a[0], a[1]);
+      int64_t bits = 0;  // clog2
+      while ((int64_t{1} << bits) < a[0]) ++bits;
+      return bits;
+    }
     default:
       break;
   }
@@ -112,6 +155,7 @@ int64_t eval_node(const Expr::Node& n, const std::map<std::string, int64_t>& var
 
 void collect(const Expr::Node& n, std::vector<std::string>& out) {
   if (n.op == 'v') out.push_back(n.name);
+  for (const auto& a : n.args) collect(*a, out);
   if (n.lhs) collect(*n.lhs, out);
   if (n.rhs) collect(*n.rhs, out);
 }

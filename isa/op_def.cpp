@@ -41,6 +41,14 @@ std::string OpDef::attr_value_str(int attr, int64_t value) const {
   return fmt::format("{}", value);
 }
 
+const std::vector<std::string>& unit_parameters(const std::string& unit) {
+  static const std::map<std::string, std::vector<std::string>> kParams = {
+      {"matrix", {"rows", "cols"}}, {"vector", {"lanes"}}, {"sort", {"width"}}};
+  static const std::vector<std::string> kNone;
+  auto it = kParams.find(unit);
+  return it == kParams.end() ? kNone : it->second;
+}
+
 namespace {
 
 DimDef parse_dim(const std::string& name, const YAML::Node& n, const YamlMap& parent) {
@@ -149,6 +157,8 @@ void OpTable::add_yaml(const std::string& text, const std::string& file) {
     op.dtypes.push_back(r);
   }
   op.work = Expr::parse(m.require_string("work"), fmt::format("{}: op {}: work", file, op.name));
+  op.cycles =
+      Expr::parse(m.require_string("cycles"), fmt::format("{}: op {}: cycles", file, op.name));
   m.finish();
 
   // Every dim is bound by some operand; every name used is declared.
@@ -174,6 +184,16 @@ void OpTable::add_yaml(const std::string& text, const std::string& file) {
   for (const std::string& n : op.work.names())
     if (op.dim_index(n) < 0 && op.attr_index(n) < 0)
       throw fail("work", fmt::format("formula names '{}', neither a dim nor an attribute", n));
+  const std::vector<std::string>& params = unit_parameters(op.unit);
+  for (const std::string& n : op.cycles.names())
+    if (op.dim_index(n) < 0 && op.attr_index(n) < 0 &&
+        std::find(params.begin(), params.end(), n) == params.end())
+      throw fail("cycles", fmt::format("formula names '{}', neither a dim, an attribute nor a "
+                                       "parameter of the {} unit", n, op.unit));
+  for (const std::string& p : params)
+    if (op.dim_index(p) >= 0 || op.attr_index(p) >= 0)
+      throw fail("dims", fmt::format("'{}' is a parameter of the {} unit and cannot name a dim or "
+                                     "attribute", p, op.unit));
   ops_.push_back(std::move(op));
 }
 

@@ -52,6 +52,9 @@ struct OpDef {
   std::vector<AttrDef> attributes;
   std::vector<std::vector<DType>> dtypes;
   Expr work;
+  // Leaf-unit cycles for one instruction, over the dims, the attributes and the parameters of
+  // the op's unit (unit_parameters()).
+  Expr cycles;
   std::string file;
   int line = 0;
 
@@ -62,6 +65,10 @@ struct OpDef {
   // "relu" for an enum attribute value, or the number.
   std::string attr_value_str(int attr, int64_t value) const;
 };
+
+// The parameters of a leaf unit class that cycle formulas may use: matrix {rows, cols},
+// vector {lanes}, sort {width}.
+const std::vector<std::string>& unit_parameters(const std::string& unit);
 
 class OpTable {
  public:

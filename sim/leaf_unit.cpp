@@ -8,31 +8,20 @@
 namespace fracsim::sim {
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// The C++ unit model: reference semantics for the data, the formulas above for the time.
+// The C++ unit model: reference semantics for the data, the op's `cycles` formula (from
+// isa/ops/*.yaml) over its dims and the leaf's unit parameters for the time.
 class ModelLeafUnit : public LeafUnit {
  public:
-  explicit ModelLeafUnit(const LevelSpec& leaf) : leaf_(leaf) {}
+  explicit ModelLeafUnit(const LevelSpec& leaf) : params_(unit_parameter_values(leaf)) {}
 
-  uint64_t run(const isa::OpDef& op, const isa::Instruction& instr, isa::MemoryView* mem) override {
+  uint64_t run(const isa::OpDef& op, const isa::Instruction& instr,
+               isa::MemoryView* mem) override {
     if (mem) isa::execute_reference(op, instr, *mem);
-    const std::vector<int64_t> ext = isa::dim_extents(op, instr);
-    if (op.unit == "matrix") {
-      return matrix_unit_cycles(leaf_.matrix, ext[op.dim_index("M")], ext[op.dim_index("N")],
-                                ext[op.dim_index("K")]);
-    }
-    if (op.unit == "vector") {
-      int64_t elements = 1;
-      for (int64_t e : ext) elements *= e;
-      return vector_unit_cycles(leaf_.vector, elements);
-    }
-    throw InternalError(
-        fmt::format("leaf unit model: no unit class '{}' (op {})", op.unit, op.name));
+    return unit_cycles(op, instr, params_);
   }
 
  private:
-  LevelSpec leaf_;
+  std::map<std::string, int64_t> params_;
 };
 
 std::map<std::string, LeafUnitFactory>& registry() {
@@ -43,13 +32,20 @@ std::map<std::string, LeafUnitFactory>& registry() {
 
 }  // namespace
 
-uint64_t matrix_unit_cycles(const MatrixUnitSpec& u, int64_t M, int64_t N, int64_t K) {
-  if (M == 0 || N == 0 || K == 0) return 0;
-  return ceil_div(M, u.rows) * ceil_div(N, u.cols) * K + u.rows + u.cols - 1;
+std::map<std::string, int64_t> unit_parameter_values(const LevelSpec& leaf) {
+  return {{"rows", leaf.matrix.rows}, {"cols", leaf.matrix.cols}, {"lanes", leaf.vector.lanes}};
 }
 
-uint64_t vector_unit_cycles(const VectorUnitSpec& u, int64_t elements) {
-  return ceil_div(elements, u.lanes);
+uint64_t unit_cycles(const isa::OpDef& op, const isa::Instruction& instr,
+                     const std::map<std::string, int64_t>& unit_params) {
+  std::map<std::string, int64_t> vars = isa::bind_dims(op, instr, op.name);
+  int64_t elements = 1;
+  for (int64_t e : isa::dim_extents(op, instr)) elements *= e;
+  if (elements == 0) return 0;  // an empty piece takes no time
+  vars.insert(unit_params.begin(), unit_params.end());
+  const int64_t c = op.cycles.eval(vars);
+  FRACSIM_ASSERT(c >= 0, "op {}: cycles formula gave {}", op.name, c);
+  return static_cast<uint64_t>(c);
 }
 
 void register_leaf_backend(const std::string& name, LeafUnitFactory factory) {

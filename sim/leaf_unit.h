@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -27,12 +28,12 @@ using LeafUnitFactory = std::function<std::unique_ptr<LeafUnit>(const LevelSpec&
 void register_leaf_backend(const std::string& name, LeafUnitFactory factory);
 std::unique_ptr<LeafUnit> make_leaf_unit(const LevelSpec& leaf);
 
-// The cycle formulas of the C++ unit model (documented in README, "Leaf compute units"):
-//  matrix unit, R x C MAC array, output stationary: an R x C block of out[M,N] takes K cycles
-//    (one k per cycle), blocks go back to back, and the array fills and drains once:
-//      cycles = ceil(M/R) * ceil(N/C) * K + R + C - 1        (0 when M*N*K == 0)
-//  vector unit, L lanes: cycles = ceil(M*N / L)
-uint64_t matrix_unit_cycles(const MatrixUnitSpec& u, int64_t M, int64_t N, int64_t K);
-uint64_t vector_unit_cycles(const VectorUnitSpec& u, int64_t elements);
+// The values of the leaf's unit parameters (isa::unit_parameters) from its spec.
+std::map<std::string, int64_t> unit_parameter_values(const LevelSpec& leaf);
+
+// The C++ unit model's cycles for one instruction: the op's `cycles` formula (isa/ops/*.yaml)
+// over its dims, attributes and the unit parameters; 0 for an empty instruction.
+uint64_t unit_cycles(const isa::OpDef& op, const isa::Instruction& instr,
+                     const std::map<std::string, int64_t>& unit_params);
 
 }  // namespace fracsim::sim

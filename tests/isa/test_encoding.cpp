@@ -195,6 +195,7 @@ attributes:
   - {name: mode, type: enum, values: [near, zero], default: zero}
 dtypes: [[i32, i32, i32]]
 work: N
+cycles: cdiv(N, lanes)
 )",
                "scale.yaml");
     return t;

@@ -41,24 +41,24 @@ const char* kHead = "op: f\nopcode: 9\nunit: vector\n";
 TEST_CASE("broken op definitions name file, line and op") {
   CHECK(load_error(std::string(kHead) +
                    "dims: {M: parallel}\noperands:\n  - {name: x, role: in, dims: [M, Q]}\n"
-                   "dtypes: [[f32]]\nwork: M\n") ==
+                   "dtypes: [[f32]]\nwork: M\ncycles: M\n") ==
         "bad.yaml:6: operands.dims: op f: operand x names dim 'Q' that is not declared under dims");
   CHECK(load_error(std::string(kHead) +
                    "dims: {M: parallel, Z: parallel}\noperands:\n  - {name: x, role: in, dims: [M]}\n"
-                   "dtypes: [[f32]]\nwork: M\n") ==
+                   "dtypes: [[f32]]\nwork: M\ncycles: M\n") ==
         "bad.yaml:4: dims: op f: dim Z is never bound by an operand");
   CHECK(load_error(std::string(kHead) +
                    "dims: {M: parallel}\noperands:\n  - {name: x, role: in, dims: [M]}\n"
-                   "dtypes: [[f32]]\nwork: M*Q\n") ==
+                   "dtypes: [[f32]]\nwork: M*Q\ncycles: M\n") ==
         "bad.yaml:8: work: op f: formula names 'Q', neither a dim nor an attribute");
   CHECK(load_error(std::string(kHead) +
                    "dims: {M: parallel}\noperands:\n  - {name: x, role: in, dims: [M]}\n"
-                   "dtypes: [[f32]]\nwork: M\ncolour: red\n") ==
-        "bad.yaml:9: colour: unknown key (expected one of: attributes, dims, dtypes, op, opcode, "
-        "operands, summary, unit, work)");
+                   "dtypes: [[f32]]\nwork: M\ncycles: M\ncolour: red\n") ==
+        "bad.yaml:10: colour: unknown key (expected one of: attributes, cycles, dims, dtypes, op, "
+        "opcode, operands, summary, unit, work)");
   CHECK(load_error(std::string(kHead) +
                    "dims: {M: {reduce: add}}\noperands:\n  - {name: x, role: out, dims: [M]}\n"
-                   "dtypes: [[f32]]\nwork: M\n") ==
+                   "dtypes: [[f32]]\nwork: M\ncycles: M\n") ==
         "bad.yaml:1: dims: op f: dim M reduces with 'add', which the LFU (eltwise fn) does not "
         "provide");
 }
