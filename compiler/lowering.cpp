@@ -117,6 +117,16 @@ class GraphLowering {
     const isa::OpDef& op = ops_.get(op_name);
     PendingInstruction in;
     in.op = &op;
+    // Views of a lower rank than the op's operands gain leading dims of extent 1 (a matrix is a
+    // batch of one for matmul; eltwise sees up to 6 dims).
+    for (size_t k = 0; k < operands.size(); ++k) {
+      View& v = operands[k];
+      const size_t rank = op.operands.at(k).dims.size();
+      FRACSIM_ASSERT(v.shape.size() <= rank, "op {}: rank-{} view for a rank-{} operand", op_name,
+                     v.shape.size(), rank);
+      v.shape.insert(v.shape.begin(), rank - v.shape.size(), 1);
+      v.strides.insert(v.strides.begin(), rank - v.strides.size(), 0);
+    }
     in.operands = std::move(operands);
     for (const isa::AttrDef& a : op.attributes) in.attrs.push_back(a.default_value);
     for (const auto& [name, value] : values) {
@@ -127,6 +137,8 @@ class GraphLowering {
         auto it = std::find(a.values.begin(), a.values.end(), value);
         FRACSIM_ASSERT(it != a.values.end(), "op {}: {} has no value {}", op_name, name, value);
         in.attrs[i] = it - a.values.begin();
+      } else if (a.type == isa::AttrType::real) {
+        in.attrs[i] = isa::real_to_attr(std::stod(value));
       } else {
         in.attrs[i] = std::stoll(value);
       }

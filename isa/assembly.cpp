@@ -336,6 +336,13 @@ class Assembler {
       throw error(op.name, fmt::format("attribute {}: '{}' is not one of {}", ad.name, v,
                                        fmt::join(ad.values, ", ")));
     }
+    if (ad.type == AttrType::real) {
+      auto d = parse_double(v);
+      if (!d)
+        throw error(op.name, fmt::format("attribute {}: expected a real number, got '{}'",
+                                         ad.name, v));
+      return real_to_attr(*d);
+    }
     if (ad.type == AttrType::boolean) {
       if (v != "0" && v != "1")
         throw error(op.name, fmt::format("attribute {}: expected 0 or 1, got '{}'", ad.name, v));
@@ -434,6 +441,7 @@ std::string disassemble(const Program& p, const OpTable& ops) {
       const AttrDef& ad = op->attributes[a];
       const int64_t v = in.attrs[a];
       bool ok = ad.type == AttrType::integer ||
+                (ad.type == AttrType::real && !std::isnan(attr_to_real(v))) ||
                 (ad.type == AttrType::boolean && (v == 0 || v == 1)) ||
                 (ad.type == AttrType::enumeration && v >= 0 &&
                  v < static_cast<int64_t>(ad.values.size()));

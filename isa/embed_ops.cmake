@@ -1,14 +1,18 @@
 # Writes OUT, a C++ file holding the text of every op definition in OPS_DIR, so that the fracsim
 # binary carries its ISA with it. Run at build time; the build re-runs it when a YAML changes.
+# Primitive ops first, then the FRISA extension ops (ext/) that are built from them.
 file(GLOB op_files "${OPS_DIR}/*.yaml")
 list(SORT op_files)
+file(GLOB ext_files "${OPS_DIR}/ext/*.yaml")
+list(SORT ext_files)
+list(APPEND op_files ${ext_files})
 set(body "// Generated from isa/ops/*.yaml by isa/embed_ops.cmake. Do not edit.\n")
 string(APPEND body "#include \"isa/builtin_ops.h\"\n\nnamespace fracsim::isa {\n")
 string(APPEND body "const std::vector<EmbeddedOp>& embedded_ops() {\n")
 string(APPEND body "  static const std::vector<EmbeddedOp> kOps = {\n")
 foreach(f ${op_files})
   file(READ "${f}" text)
-  get_filename_component(name "${f}" NAME)
+  file(RELATIVE_PATH name "${OPS_DIR}" "${f}")
   string(APPEND body "    {\"isa/ops/${name}\", R\"fracsim_op(${text})fracsim_op\"},\n")
 endforeach()
 string(APPEND body "  };\n  return kOps;\n}\n}  // namespace fracsim::isa\n")

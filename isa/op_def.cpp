@@ -1,11 +1,14 @@
 #include "isa/op_def.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "isa/error.h"
+#include "isa/extension.h"
 #include "isa/yaml_map.h"
 
 namespace fracsim::isa {
@@ -34,11 +37,37 @@ const DimDef& OpDef::dim(const std::string& d) const {
   return dims[i];
 }
 
+int64_t real_to_attr(double v) {
+  int64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits;
+}
+
+double attr_to_real(int64_t bits) {
+  double v;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
 std::string OpDef::attr_value_str(int attr, int64_t value) const {
   const AttrDef& a = attributes.at(attr);
   if (a.type == AttrType::enumeration && value >= 0 && value < static_cast<int64_t>(a.values.size()))
     return a.values[value];
+  if (a.type == AttrType::real) return fmt::format("{}", attr_to_real(value));
   return fmt::format("{}", value);
+}
+
+const std::string& OpDef::enum_value(const std::string& attr,
+                                     const std::vector<int64_t>& attrs) const {
+  const int a = attr_index(attr);
+  FRACSIM_ASSERT(a >= 0 && attributes[a].type == AttrType::enumeration, "op {}: no enum {}", name,
+                 attr);
+  return attributes[a].values.at(attrs.at(a));
+}
+
+std::string OpDef::combine_fn(const DimDef& d, const std::vector<int64_t>& attrs) const {
+  if (d.combine_attr.empty()) return d.combine;
+  return d.combine_by_value.at(enum_value(d.combine_attr, attrs));
 }
 
 const std::vector<std::string>& unit_parameters(const std::string& unit) {
@@ -64,8 +93,50 @@ DimDef parse_dim(const std::string& name, const YAML::Node& n, const YamlMap& pa
     return d;
   }
   YamlMap m(n, parent.file(), parent.key_path(name));
+  if (m.has("parallel")) {
+    YamlMap pm = m.require_map("parallel");
+    d.offset_attr = pm.require_string("offset");
+    pm.finish();
+    m.finish();
+    return d;
+  }
+  if (m.has("window")) {
+    d.kind = DimKind::window;
+    auto term = [&](const std::string& key, bool required) {
+      WindowTerm t;
+      auto v = m.get(key);
+      if (!v) {
+        if (required) throw m.error(key, "missing required key");
+        t.value = 1;
+        return t;
+      }
+      const std::string text = scalar_string(*v, m.file(), m.key_path(key));
+      if (!text.empty() && std::isdigit(static_cast<unsigned char>(text[0])))
+        t.value = scalar_int(*v, m.file(), m.key_path(key));
+      else
+        t.name = text;
+      return t;
+    };
+    d.window.of = m.require_string("window");
+    d.window.kernel = term("kernel", true);
+    d.window.stride = term("stride", false);
+    d.window.dilation = term("dilation", false);
+    d.window.pad_begin = m.require_string("pad_begin");
+    d.window.pad_end = m.require_string("pad_end");
+    m.finish();
+    return d;
+  }
   d.kind = DimKind::reduce;
-  d.combine = m.require_string("reduce");
+  YAML::Node r = m.require("reduce");
+  if (r.IsMap()) {
+    YamlMap rm(r, m.file(), m.key_path("reduce"));
+    d.combine_attr = rm.require_string("by");
+    for (const std::string& value : rm.keys())
+      if (value != "by") d.combine_by_value[value] = rm.require_string(value);
+    rm.finish();
+  } else {
+    d.combine = scalar_string(r, m.file(), m.key_path("reduce"));
+  }
   d.accumulate_attr = m.get_string("accumulate", "");
   m.finish();
   return d;
@@ -82,6 +153,18 @@ AttrDef parse_attr(YamlMap m) {
   } else if (type == "bool") {
     a.type = AttrType::boolean;
     a.default_value = m.get_bool("default", false) ? 1 : 0;
+  } else if (type == "real") {
+    a.type = AttrType::real;
+    auto v = m.get("default");
+    double def = 0;
+    if (v) {
+      std::string text = scalar_string(*v, m.file(), m.key_path("default"));
+      char* end = nullptr;
+      def = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0')
+        throw m.error("default", fmt::format("expected a real number, got '{}'", text));
+    }
+    a.default_value = real_to_attr(def);
   } else if (type == "enum") {
     a.type = AttrType::enumeration;
     for (const auto& v : m.require("values")) a.values.push_back(v.Scalar());
@@ -90,9 +173,15 @@ AttrDef parse_attr(YamlMap m) {
     if (it == a.values.end())
       throw m.error("default", fmt::format("'{}' is not one of the values", def));
     a.default_value = it - a.values.begin();
+    if (auto fo = m.get("float_only"))
+      for (const auto& v : *fo) {
+        if (std::find(a.values.begin(), a.values.end(), v.Scalar()) == a.values.end())
+          throw m.error_at(v, "float_only", fmt::format("'{}' is not one of the values", v.Scalar()));
+        a.float_only.push_back(v.Scalar());
+      }
   } else {
-    throw m.error("type", fmt::format("unknown attribute type '{}' (expected int, bool, enum)",
-                                      type));
+    throw m.error("type", fmt::format("unknown attribute type '{}' (expected int, bool, enum, "
+                                      "real)", type));
   }
   m.finish();
   return a;
@@ -113,8 +202,10 @@ void OpTable::add_yaml(const std::string& text, const std::string& file) {
   int64_t opcode = m.require_int("opcode");
   if (opcode <= 0 || opcode > 0xffff) throw fail("opcode", "must be in 1..0xffff");
   op.opcode = static_cast<uint16_t>(opcode);
-  op.unit = m.require_string("unit");
-  if (op.unit != "matrix" && op.unit != "vector" && op.unit != "sort")
+  // An extension op (FRISA) runs a sequence of primitives: its unit and cycles come from them.
+  const bool extension = m.has("sequence");
+  op.unit = extension ? "sequence" : m.require_string("unit");
+  if (!extension && op.unit != "matrix" && op.unit != "vector" && op.unit != "sort")
     throw fail("unit", fmt::format("unknown unit '{}' (expected matrix, vector or sort)", op.unit));
   op.summary = m.get_string("summary", "");
 
@@ -157,8 +248,11 @@ void OpTable::add_yaml(const std::string& text, const std::string& file) {
     op.dtypes.push_back(r);
   }
   op.work = Expr::parse(m.require_string("work"), fmt::format("{}: op {}: work", file, op.name));
-  op.cycles =
-      Expr::parse(m.require_string("cycles"), fmt::format("{}: op {}: cycles", file, op.name));
+  if (!extension)
+    op.cycles =
+        Expr::parse(m.require_string("cycles"), fmt::format("{}: op {}: cycles", file, op.name));
+  else
+    parse_sequence(op, m, *this);
   m.finish();
 
   // Every dim is bound by some operand; every name used is declared.
@@ -173,6 +267,46 @@ void OpTable::add_yaml(const std::string& text, const std::string& file) {
         throw fail("dims", fmt::format("dim {}: accumulate names '{}', which is not a bool "
                                        "attribute", d.name, d.accumulate_attr));
     }
+  }
+  auto is_int_attr = [&](const std::string& n) {
+    int a = op.attr_index(n);
+    return a >= 0 && op.attributes[a].type == AttrType::integer;
+  };
+  for (const DimDef& d : op.dims) {
+    if (d.kind == DimKind::reduce && !d.combine_attr.empty()) {
+      int a = op.attr_index(d.combine_attr);
+      if (a < 0 || op.attributes[a].type != AttrType::enumeration)
+        throw fail("dims", fmt::format("dim {}: reduce by '{}', which is not an enum attribute",
+                                       d.name, d.combine_attr));
+      for (const std::string& v : op.attributes[a].values)
+        if (!d.combine_by_value.count(v))
+          throw fail("dims", fmt::format("dim {}: no combining fn for {} = {}", d.name,
+                                         d.combine_attr, v));
+    }
+    if (!d.offset_attr.empty() && !is_int_attr(d.offset_attr))
+      throw fail("dims", fmt::format("dim {}: offset '{}' is not an int attribute", d.name,
+                                     d.offset_attr));
+    if (d.kind == DimKind::reduce && d.combine == "self") {
+      size_t ins = 0, outs = 0;
+      for (const OperandDef& o : op.operands) (o.role == OperandRole::in ? ins : outs)++;
+      if (ins != outs || d.accumulate_attr.empty())
+        throw fail("dims", fmt::format("dim {}: 'reduce: self' needs an accumulate attribute and "
+                                       "as many inputs as outputs", d.name));
+    }
+    if (d.kind != DimKind::window) continue;
+    const WindowDef& w = d.window;
+    int of = op.dim_index(w.of);
+    if (of < 0 || op.dims[of].kind != DimKind::parallel)
+      throw fail("dims", fmt::format("dim {}: window of '{}', which is not a parallel dim",
+                                     d.name, w.of));
+    for (const WindowTerm* t : {&w.kernel, &w.stride, &w.dilation})
+      if (!t->name.empty() && op.dim_index(t->name) < 0 && !is_int_attr(t->name))
+        throw fail("dims", fmt::format("dim {}: window term '{}' is neither a dim nor an int "
+                                       "attribute", d.name, t->name));
+    for (const std::string& pad : {w.pad_begin, w.pad_end})
+      if (!is_int_attr(pad))
+        throw fail("dims", fmt::format("dim {}: window pad '{}' is not an int attribute", d.name,
+                                       pad));
   }
   for (const OperandDef& o : op.operands) {
     if (o.read_if.empty()) continue;
@@ -213,10 +347,22 @@ void OpTable::validate() const {
       if (d.kind != DimKind::reduce) continue;
       const auto& fns = elt ? elt->attributes.at(elt->attr_index("fn")).values
                             : std::vector<std::string>{};
-      if (std::find(fns.begin(), fns.end(), d.combine) == fns.end())
-        throw config_error_at(op.file, op.line, "dims",
-                              fmt::format("op {}: dim {} reduces with '{}', which the LFU (eltwise "
-                                          "fn) does not provide", op.name, d.name, d.combine));
+      if (d.combine == "self") continue;
+      if (d.combine == "merge") {
+        if (!find("merge"))
+          throw config_error_at(op.file, op.line, "dims",
+                                fmt::format("op {}: dim {} reduces by merge, but there is no merge "
+                                            "op", op.name, d.name));
+        continue;
+      }
+      std::vector<std::string> used;
+      if (d.combine_attr.empty()) used.push_back(d.combine);
+      for (const auto& kv : d.combine_by_value) used.push_back(kv.second);
+      for (const std::string& c : used)
+        if (std::find(fns.begin(), fns.end(), c) == fns.end())
+          throw config_error_at(op.file, op.line, "dims",
+                                fmt::format("op {}: dim {} reduces with '{}', which the LFU "
+                                            "(eltwise fn) does not provide", op.name, d.name, c));
     }
 }
 

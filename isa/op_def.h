@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,13 +15,46 @@
 
 namespace fracsim::isa {
 
-enum class DimKind { parallel, reduce, whole };
+// How a dim may be split.
+//  parallel: freely, no combining.
+//  reduce:   partial results are combined (by the LFU across children; serial pieces with the
+//            accumulate attribute combine onto the output they read).
+//  window:   an input extent that follows an output dim through a sliding window (a
+//            convolution's or pool's spatial input): never split itself; slicing the output dim
+//            slices it with its halo and adjusts the piece's pad attributes.
+//  whole:    never split (a kernel's extent).
+enum class DimKind { parallel, reduce, window, whole };
+
+// A window field: an integer literal or the name of a dim or attribute.
+struct WindowTerm {
+  std::string name;   // empty for a literal
+  int64_t value = 0;  // the literal
+};
+
+struct WindowDef {
+  std::string of;  // the output dim it follows
+  WindowTerm kernel, stride, dilation;
+  std::string pad_begin, pad_end;  // int attributes, adjusted per piece
+};
 
 struct DimDef {
   std::string name;
   DimKind kind = DimKind::parallel;
-  std::string combine;          // reduce: the eltwise fn the LFU uses to combine partial results
+  // reduce: how partial results are combined. An eltwise fn ("add", "max", ...), fixed
+  // (`combine`) or chosen by the value of the enum attribute `combine_attr` through
+  // `combine_by_value`; or one of two combinations that are ops of their own:
+  //   "self":  the op again, with accumulate set, reading the partial outputs as its inputs
+  //            (topk keeps the best K of its old output and a partial list);
+  //   "merge": the output keeps the dim; pieces sort their chunk in place and the `merge` op
+  //            merges the sorted runs (sort).
+  std::string combine;
+  std::string combine_attr;
+  std::map<std::string, std::string> combine_by_value;
   std::string accumulate_attr;  // reduce: bool attribute that makes a piece add to its output
+  WindowDef window;             // window
+  // parallel: an int attribute that holds the global index of the dim's first element; slicing
+  // adds the piece's start to it (count compares elements with base + c).
+  std::string offset_attr;
 };
 
 enum class OperandRole { in, out };
@@ -32,14 +66,49 @@ struct OperandDef {
   std::string read_if;  // out operands: bool attribute under which the old value is read too
 };
 
-enum class AttrType { integer, boolean, enumeration };
+// Attribute values are stored as int64: bool 0/1, an enum's index, or a real's IEEE double bits.
+enum class AttrType { integer, boolean, enumeration, real };
+
+int64_t real_to_attr(double v);
+double attr_to_real(int64_t bits);
 
 struct AttrDef {
   std::string name;
   AttrType type = AttrType::integer;
   int64_t default_value = 0;
   std::vector<std::string> values;  // enumeration names; the value is the index
+  std::vector<std::string> float_only;  // enumeration values defined for f32 operands only
   std::string doc;
+};
+
+// FRISA extension ops: a `sequence:` of primitive local instructions runs one piece. Each step
+// names a primitive op and, for each of its operands, a view of one of the extension op's
+// operands or temporaries: `x[M,1,N]` lists, per primitive axis, an extension dim (the tensor's
+// own axis for that dim, or a broadcast of it when the tensor lacks the dim) or 1.
+struct ViewDef {
+  std::string tensor;
+  std::vector<std::string> axes;  // dim names or "1"
+};
+
+struct StepAttr {
+  Expr value;         // int and bool attributes: a formula over the extension's dims and attributes
+  std::string name;   // real attributes: the extension attribute that gives the value ("" = literal)
+  double real = 0;    // real literal
+};
+
+struct OpDef;
+
+struct SequenceStep {
+  std::shared_ptr<const OpDef> prim;
+  std::vector<ViewDef> operands;  // in the primitive's operand order
+  std::vector<StepAttr> attrs;    // in the primitive's attribute order
+  int line = 0;
+};
+
+struct TemporaryDef {
+  std::string name;
+  std::vector<std::string> dims;
+  DType dtype = DType::f32;
 };
 
 struct OpDef {
@@ -57,13 +126,20 @@ struct OpDef {
   Expr cycles;
   std::string file;
   int line = 0;
+  std::vector<TemporaryDef> temporaries;  // extension ops: local scratch tensors of a piece
+  std::vector<SequenceStep> sequence;     // extension ops: the primitive instructions of a piece
 
+  bool is_extension() const { return !sequence.empty(); }
   int dim_index(const std::string& dim) const;        // -1 when absent
   int attr_index(const std::string& attr) const;      // -1 when absent
   int operand_index(const std::string& name) const;   // -1 when absent
   const DimDef& dim(const std::string& name) const;
-  // "relu" for an enum attribute value, or the number.
+  // "relu" for an enum attribute value, the shortest exact decimal of a real, or the number.
   std::string attr_value_str(int attr, int64_t value) const;
+  // The eltwise fn that combines partial results along reduce dim `d` of `instr`.
+  std::string combine_fn(const DimDef& d, const std::vector<int64_t>& attrs) const;
+  // The enum value name of attribute `attr` in `attrs`.
+  const std::string& enum_value(const std::string& attr, const std::vector<int64_t>& attrs) const;
 };
 
 // The parameters of a leaf unit class that cycle formulas may use: matrix {rows, cols},

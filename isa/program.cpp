@@ -1,5 +1,8 @@
 #include "isa/program.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "isa/error.h"
@@ -56,13 +59,50 @@ std::map<std::string, int64_t> bind_dims(const OpDef& op, const Instruction& ins
     const AttrDef& ad = op.attributes[a];
     int64_t v = instr.attrs[a];
     bool ok = ad.type == AttrType::integer ||
+              (ad.type == AttrType::real && !std::isnan(attr_to_real(v))) ||
               (ad.type == AttrType::boolean && (v == 0 || v == 1)) ||
               (ad.type == AttrType::enumeration && v >= 0 &&
                v < static_cast<int64_t>(ad.values.size()));
     if (!ok) throw fail(fmt::format("attribute {} has an invalid value {}", ad.name, v));
+    if (ad.type == AttrType::enumeration &&
+        std::find(ad.float_only.begin(), ad.float_only.end(), ad.values[v]) != ad.float_only.end())
+      for (const TensorRef& t : instr.operands)
+        if (is_integer(t.dtype))
+          throw fail(fmt::format("{} {} is defined for f32 operands only", ad.name, ad.values[v]));
     dims[ad.name] = v;
   }
+  // Each window's output extent must be what its input extent, kernel, stride, dilation and
+  // pads give: O = (W + pad_begin + pad_end - ((K - 1) * dilation + 1)) / stride + 1.
+  for (const DimDef& d : op.dims) {
+    if (d.kind != DimKind::window) continue;
+    const WindowDef& w = d.window;
+    auto term = [&](const WindowTerm& t) { return t.name.empty() ? t.value : dims.at(t.name); };
+    const int64_t K = term(w.kernel), st = term(w.stride), dil = term(w.dilation);
+    const int64_t pb = dims.at(w.pad_begin), pe = dims.at(w.pad_end);
+    const int64_t W = dims.at(d.name), O = dims.at(w.of), span = (K - 1) * dil + 1;
+    if (K < 1 || st < 1 || dil < 1)
+      throw fail(fmt::format("window {}: kernel {}, stride {} and dilation {} must be at least 1",
+                             d.name, K, st, dil));
+    if (pb < 0 || pe < 0 || pb >= span || pe >= span)
+      throw fail(fmt::format("window {}: pads {} and {} must lie in [0, {}) (the dilated kernel)",
+                             d.name, pb, pe, span));
+    const int64_t expect = W + pb + pe >= span ? (W + pb + pe - span) / st + 1 : 0;
+    if (O != expect)
+      throw fail(fmt::format("window {}: {} = {} with pads {}+{}, kernel {}, stride {}, dilation "
+                             "{} gives {} = {}, not {}", d.name, d.name, W, pb, pe, K, st, dil,
+                             w.of, expect, O));
+  }
   return dims;
+}
+
+std::string instruction_str(const OpDef& op, const Instruction& instr) {
+  std::string s = op.name;
+  for (size_t k = 0; k < instr.operands.size() && k < op.operands.size(); ++k)
+    s += fmt::format(" {}={}", op.operands[k].name, tensor_str(instr.operands[k]));
+  for (size_t a = 0; a < instr.attrs.size() && a < op.attributes.size(); ++a)
+    s += fmt::format(" {}={}", op.attributes[a].name, op.attr_value_str(static_cast<int>(a),
+                                                                        instr.attrs[a]));
+  return s;
 }
 
 int64_t instruction_work(const OpDef& op, const Instruction& instr) {

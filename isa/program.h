@@ -77,6 +77,9 @@ std::map<std::string, int64_t> bind_dims(const OpDef& op, const Instruction& ins
 // the footprint. `source` names the program in errors.
 void validate_program(const Program& p, const OpTable& ops, const std::string& source);
 
+// One instruction as an assembly line: "matmul a=f32@0x0[...] b=... accumulate=0".
+std::string instruction_str(const OpDef& op, const Instruction& instr);
+
 // The work (operations) of one instruction, by the op's formula.
 int64_t instruction_work(const OpDef& op, const Instruction& instr);
 

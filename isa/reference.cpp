@@ -5,123 +5,38 @@
 #include <limits>
 
 #include "isa/error.h"
+#include "isa/extension.h"
+#include "isa/semantics/semantics.h"
 
 namespace fracsim::isa {
+
+namespace semantics {
+int64_t div_round_half_even(int64_t num, int64_t den) {
+  FRACSIM_ASSERT(den != 0, "division by zero");
+  if (den < 0) {
+    num = -num;
+    den = -den;
+  }
+  int64_t q = num / den, r = num % den;
+  if (r < 0) {
+    --q;
+    r += den;
+  }
+  if (2 * r > den || (2 * r == den && (q & 1))) ++q;
+  return q;
+}
+}  // namespace semantics
+
 namespace {
-
-template <typename T>
-T* at(MemoryView mem, const TensorRef& t, int64_t off) {
-  return reinterpret_cast<T*>(mem.data + t.address) + off;
-}
-
-template <typename T>
-T load(MemoryView mem, const TensorRef& t, int64_t off) {
-  T v;
-  std::memcpy(&v, at<T>(mem, t, off), sizeof(T));
-  return v;
-}
-
-template <typename T>
-void store(MemoryView mem, const TensorRef& t, int64_t off, T v) {
-  std::memcpy(at<T>(mem, t, off), &v, sizeof(T));
-}
+using semantics::by_dtype;
+using semantics::load;
+using semantics::store;
 
 void check_inside(const TensorRef& t, MemoryView mem, const OpDef& op) {
   auto [lo, hi] = t.byte_span();
   FRACSIM_ASSERT(hi <= mem.size && lo <= hi, "{}: operand {} outside memory of {} bytes", op.name,
                  tensor_str(t), mem.size);
 }
-
-template <typename In, typename Acc>
-void matmul(const Instruction& in, MemoryView mem) {
-  const TensorRef &a = in.operands[0], &b = in.operands[1], &out = in.operands[2];
-  const bool accumulate = in.attrs[0] != 0;
-  const int64_t M = a.shape[0], K = a.shape[1], N = b.shape[1];
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n) {
-      const int64_t o = m * out.strides[0] + n * out.strides[1];
-      Acc acc = accumulate ? load<Acc>(mem, out, o) : Acc(0);
-      for (int64_t k = 0; k < K; ++k) {
-        In x = load<In>(mem, a, m * a.strides[0] + k * a.strides[1]);
-        In y = load<In>(mem, b, k * b.strides[0] + n * b.strides[1]);
-        if constexpr (std::is_floating_point_v<Acc>) {
-          acc = acc + x * y;
-        } else {  // wrap-around i32 accumulation
-          acc = static_cast<Acc>(static_cast<uint32_t>(acc) +
-                                 static_cast<uint32_t>(static_cast<int32_t>(x) * y));
-        }
-      }
-      store<Acc>(mem, out, o, acc);
-    }
-}
-
-template <typename T>
-T saturate(int64_t v) {
-  return static_cast<T>(std::clamp<int64_t>(v, std::numeric_limits<T>::min(),
-                                            std::numeric_limits<T>::max()));
-}
-
-template <typename T>
-T apply_binary(const std::string& fn, T x, T y) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (fn == "add") return x + y;
-    if (fn == "mul") return x * y;
-    if (fn == "max") return x > y ? x : y;
-  } else {
-    if (fn == "add") return saturate<T>(int64_t{x} + int64_t{y});
-    if (fn == "mul") return saturate<T>(int64_t{x} * int64_t{y});
-    if (fn == "max") return std::max(x, y);
-  }
-  throw InternalError("eltwise: no reference semantics for fn " + fn);
-}
-
-template <typename T>
-void eltwise(const OpDef& op, const Instruction& in, MemoryView mem) {
-  const std::string& fn = op.attributes[0].values.at(in.attrs[0]);
-  const TensorRef &a = in.operands[0], &b = in.operands[1], &out = in.operands[2];
-  const int64_t M = out.shape[0], N = out.shape[1];
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n) {
-      T x = load<T>(mem, a, m * a.strides[0] + n * a.strides[1]);
-      T y = load<T>(mem, b, m * b.strides[0] + n * b.strides[1]);
-      store<T>(mem, out, m * out.strides[0] + n * out.strides[1], apply_binary(fn, x, y));
-    }
-}
-
-template <typename T>
-void activation(const OpDef& op, const Instruction& in, MemoryView mem) {
-  const std::string& fn = op.attributes[0].values.at(in.attrs[0]);
-  FRACSIM_ASSERT(fn == "relu", "activation: no reference semantics for fn {}", fn);
-  const TensorRef &x = in.operands[0], &out = in.operands[1];
-  const int64_t M = out.shape[0], N = out.shape[1];
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n) {
-      T v = load<T>(mem, x, m * x.strides[0] + n * x.strides[1]);
-      store<T>(mem, out, m * out.strides[0] + n * out.strides[1], v > T(0) ? v : T(0));
-    }
-}
-
-template <template <typename> class F, typename... Args>
-void by_dtype(DType t, const std::string& what, Args&&... args) {
-  switch (t) {
-    case DType::f32: return F<float>::run(args...);
-    case DType::i32: return F<int32_t>::run(args...);
-    case DType::i16: return F<int16_t>::run(args...);
-    case DType::i8: return F<int8_t>::run(args...);
-    default: throw InternalError(fmt::format("{}: no reference semantics for {}", what, dtype_name(t)));
-  }
-}
-
-template <typename T>
-struct EltwiseFn {
-  static void run(const OpDef& op, const Instruction& in, MemoryView mem) { eltwise<T>(op, in, mem); }
-};
-template <typename T>
-struct ActivationFn {
-  static void run(const OpDef& op, const Instruction& in, MemoryView mem) {
-    activation<T>(op, in, mem);
-  }
-};
 
 uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
@@ -156,24 +71,29 @@ struct LoadFn {
   }
 };
 
+const semantics::ReferenceTable& reference_table() {
+  static const semantics::ReferenceTable table = [] {
+    semantics::ReferenceTable t;
+    semantics::register_linear(t);
+    semantics::register_elementwise(t);
+    semantics::register_window(t);
+    semantics::register_reduction(t);
+    semantics::register_ordering(t);
+    return t;
+  }();
+  return table;
+}
+
 }  // namespace
+
+bool has_reference(const std::string& op) { return reference_table().count(op) > 0; }
 
 void execute_reference(const OpDef& op, const Instruction& in, MemoryView mem) {
   for (const TensorRef& t : in.operands) check_inside(t, mem, op);
-  if (op.name == "matmul") {
-    switch (in.operands[0].dtype) {
-      case DType::f32: return matmul<float, float>(in, mem);
-      case DType::i8: return matmul<int8_t, int32_t>(in, mem);
-      case DType::i16: return matmul<int16_t, int32_t>(in, mem);
-      default: break;
-    }
-    throw InternalError(fmt::format("matmul: no reference semantics for {}",
-                                    dtype_name(in.operands[0].dtype)));
-  }
-  if (op.name == "eltwise") return by_dtype<EltwiseFn>(in.operands[2].dtype, op.name, op, in, mem);
-  if (op.name == "activation")
-    return by_dtype<ActivationFn>(in.operands[1].dtype, op.name, op, in, mem);
-  throw InternalError("no reference semantics for op " + op.name);
+  if (op.is_extension()) return execute_extension(op, in, mem);
+  auto it = reference_table().find(op.name);
+  if (it == reference_table().end()) throw InternalError("no reference semantics for op " + op.name);
+  it->second(op, in, mem);
 }
 
 void fill_data_segment(const DataSegment& seg, MemoryView mem) {

@@ -1,16 +1,15 @@
 // Reference semantics: a plain C++ implementation of every op on a flat byte memory. It is the
 // oracle for the leaf unit model, the functional simulation and the tests.
 //
-// Rounding rules:
-//  - f32 arithmetic is IEEE single precision, round to nearest even, no fused multiply-add;
-//    matmul sums k = 0..K-1 in order into a single f32 accumulator that starts at 0, or at the
-//    old output value when `accumulate` is set (so serial pieces over K reproduce the whole op
-//    bit for bit).
-//  - integer matmul (i8/i16 inputs) accumulates in i32 with two's-complement wrap-around.
-//  - integer eltwise add and mul saturate to the dtype's range; max is exact.
+// The semantics of each op family live in isa/semantics/*.cpp, with their rounding rules. Common
+// to all: f32 arithmetic is IEEE single precision, round to nearest even, no fused multiply-add;
+// sums over a reduce dim run in index order from 0, or from the old output value when the op's
+// accumulate attribute is set (so serial pieces over that dim reproduce the whole op bit for
+// bit); integer accumulation is i32 with two's-complement wrap-around.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "isa/program.h"
 
@@ -20,6 +19,9 @@ struct MemoryView {
   uint8_t* data = nullptr;
   uint64_t size = 0;
 };
+
+// Whether the op has reference semantics (every op in isa/ops/ must; a test checks it).
+bool has_reference(const std::string& op);
 
 // Executes one instruction in place on `mem`. Operand spans must lie inside `mem`.
 void execute_reference(const OpDef& op, const Instruction& instr, MemoryView mem);

@@ -72,6 +72,14 @@ TensorRef make_tensor(uint64_t address, DType dtype, Shape shape) {
   return t;
 }
 
+TensorRef with_leading_dims(const TensorRef& t, int rank) {
+  FRACSIM_ASSERT(rank >= t.rank(), "cannot view {} at rank {}", tensor_str(t), rank);
+  TensorRef r = t;
+  r.shape.insert(r.shape.begin(), rank - t.rank(), 1);
+  r.strides.insert(r.strides.begin(), rank - t.rank(), 0);
+  return r;
+}
+
 namespace {
 template <typename Fn>
 void walk(const Shape& shape, const Shape& sa, const Shape& sb, Fn&& fn) {

@@ -44,6 +44,9 @@ struct TensorRef {
 
 TensorRef make_tensor(uint64_t address, DType dtype, Shape shape);
 
+// The same view at a higher rank: leading dims of extent 1 (stride 0) are added.
+TensorRef with_leading_dims(const TensorRef& t, int rank);
+
 // Calls fn(element offset in elements from address) for every element, last dim fastest.
 void for_each_offset(const TensorRef& t, const std::function<void(int64_t)>& fn);
 // Calls fn(offset_a, offset_b) pairing the elements of two views of equal shape; dims where both

@@ -3,10 +3,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <chrono>
+#include <cstdio>
 
 #include <fmt/format.h>
 
 #include "isa/error.h"
+#include "sim/interconnect.h"
 #include "sim/node.h"
 
 namespace fracsim::sim {
@@ -25,7 +28,8 @@ class ProgramDriver : public sc_core::sc_module {
  private:
   void feed() {
     completion.remaining = static_cast<int64_t>(program_.instructions.size());
-    for (const isa::Instruction& in : program_.instructions) root_.submit(Job{in, &completion});
+    for (const isa::Instruction& in : program_.instructions)
+      root_.submit(Job{in, nullptr, {}, 0, 1, &completion, 0});
   }
   const isa::Program& program_;
   Node& root_;
@@ -37,44 +41,91 @@ void fresh_simcontext() {
   sc_core::sc_default_global_context = sc_core::sc_curr_simcontext;
 }
 
+// Rejects, before simulating, a machine on which some instruction cannot be split small enough.
+void check_pieces_fit(const MachineSpec& spec, const isa::OpTable& ops, const isa::Program& p) {
+  for (size_t i = 0; i < p.instructions.size(); ++i) {
+    const isa::Instruction& in = p.instructions[i];
+    const isa::OpDef& op = ops.get(in.opcode);
+    for (size_t l = 0; l < spec.levels.size(); ++l) {
+      const LevelSpec& ls = spec.levels[l];
+      const int fanout = l + 1 < spec.levels.size() ? spec.levels[l + 1].fanout : 1;
+      check_smallest_piece(op, ops, in,
+                           NodeShape{ls.memory.capacity, ls.controller.pipeline_depth, fanout,
+                                     fmt::format("{}: level {}, program {} instruction {}",
+                                                 spec.file, ls.name, p.name, i + 1)});
+    }
+  }
+}
+
 }  // namespace
 
 RunResult simulate(const MachineSpec& spec, const isa::OpTable& ops, const isa::Program& program,
-                   Mode mode) {
+                   Mode mode, const SimOptions& options) {
   const uint64_t reserved = isa::align_up(program.footprint, isa::kTileAlign);
   if (reserved >= spec.root.memory.capacity)
     throw ConfigError(fmt::format(
         "{}: program {} needs {} bytes of main memory (plus room for partial results) but the "
         "machine's root memory holds {}", spec.file, program.name, program.footprint,
         spec.root.memory.capacity));
+  auto T0=std::chrono::steady_clock::now(); auto T=[&](const char* w){fprintf(stderr,"%s %.4f\n",w,std::chrono::duration<double>(std::chrono::steady_clock::now()-T0).count());};
+  check_pieces_fit(spec, ops, program);
+  T("check");
 
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
   fresh_simcontext();
   sc_core::sc_report_handler::set_actions("/IEEE_Std_1666/deprecated", sc_core::SC_DO_NOTHING);
+  MachineTree tree(spec);
+  T("tree");
   RunContext ctx;
   ctx.ops = &ops;
+  ctx.spec = &spec;
+  ctx.tree = &tree;
   ctx.functional = mode == Mode::functional;
+  ctx.fold = !ctx.functional && options.fold;
+  ctx.trace = options.trace;
+  ctx.progress = options.progress;
+  ctx.done.total = program.instructions.size();
 
-  // Build the tree level by level; node names mirror the machine.
+  // The simulated nodes: the whole machine, each DMA engine bound to its parent's memory; or,
+  // folding, a pool of at most fold_pool nodes per level behind an Interconnect that reaches
+  // every memory of the pool above.
   std::vector<std::unique_ptr<Node>> nodes;
-  nodes.push_back(std::make_unique<Node>("root", "root", spec, -1, nullptr, reserved, ctx));
-  std::vector<Node*> above{nodes.back().get()};
+  std::vector<std::unique_ptr<Interconnect>> interconnects;
+  nodes.push_back(std::make_unique<Node>("root", spec, -1, reserved, ctx));
+  std::vector<std::pair<Node*, std::string>> above{{nodes.back().get(), "root"}};
+  ctx.pools.resize(spec.levels.size());
   for (size_t l = 0; l < spec.levels.size(); ++l) {
     const LevelSpec& ls = spec.levels[l];
-    std::vector<Node*> here;
-    for (Node* parent : above)
-      for (int c = 0; c < ls.fanout; ++c) {
-        std::string path = fmt::format("{}.{}{}", parent->path(), ls.name, c);
-        std::string name = path;
-        for (char& ch : name)
-          if (ch == '.') ch = '_';
-        nodes.push_back(std::make_unique<Node>(name.c_str(), path, spec, static_cast<int>(l),
-                                               parent, 0, ctx));
-        parent->add_child(nodes.back().get());
-        here.push_back(nodes.back().get());
+    std::vector<std::pair<Node*, std::string>> here;
+    if (!ctx.fold) {
+      for (auto& [parent, name] : above)
+        for (int c = 0; c < ls.fanout; ++c) {
+          std::string child = fmt::format("{}_{}{}", name, ls.name, c);
+          nodes.push_back(std::make_unique<Node>(child.c_str(), spec, static_cast<int>(l), 0, ctx));
+          Node* n = nodes.back().get();
+          n->dma().socket.bind(parent->memory().socket);
+          parent->add_child(n);
+          here.emplace_back(n, std::move(child));
+        }
+    } else {
+      interconnects.push_back(
+          std::make_unique<Interconnect>(fmt::format("{}_interconnect", ls.name).c_str()));
+      Interconnect& ic = *interconnects.back();
+      for (auto& parent : above) ic.to_parents.bind(parent.first->memory().socket);
+      const int64_t pool = std::min<int64_t>(spec.nodes_at(l), std::max(1, options.fold_pool));
+      for (int64_t j = 0; j < pool; ++j) {
+        std::string name = fmt::format("{}{}", ls.name, j);
+        nodes.push_back(std::make_unique<Node>(name.c_str(), spec, static_cast<int>(l), 0, ctx));
+        Node* n = nodes.back().get();
+        n->dma().socket.bind(ic.from_children);
+        n->set_port(static_cast<int>(j));
+        ctx.pools[l].push_back(n);
+        here.emplace_back(n, std::move(name));
       }
+    }
     above = std::move(here);
   }
+  T("nodes");
   Node& root = *nodes.front();
   if (ctx.functional) {
     isa::MemoryView mem = root.memory().view();
@@ -83,6 +134,7 @@ RunResult simulate(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   ProgramDriver driver("driver", program, root);
 
   sc_core::sc_start();
+  T("run");
   if (ctx.error) std::rethrow_exception(ctx.error);
   if (driver.completion.remaining != 0) {
     std::string busy;
@@ -90,20 +142,24 @@ RunResult simulate(const MachineSpec& spec, const isa::OpTable& ops, const isa::
       std::string b = n->describe_busy();
       if (!b.empty()) busy += (busy.empty() ? "" : "; ") + b;
     }
-    throw InternalError(fmt::format("the run stopped making progress with {} of {} instructions "
-                                    "unfinished: {}", driver.completion.remaining,
-                                    program.instructions.size(), busy.empty() ? "no stage busy" : busy));
+    throw InternalError(fmt::format("the run stopped making progress at {} ps with {} of {} "
+                                    "instructions unfinished: {}", sc_core::sc_time_stamp().value(),
+                                    driver.completion.remaining, program.instructions.size(),
+                                    busy.empty() ? "no stage busy" : busy));
   }
 
   RunResult r;
   r.mode = mode;
+  r.folded = ctx.fold;
   r.picoseconds = sc_core::sc_time_stamp().value();
   r.cycles = (r.picoseconds + root.period_ps() - 1) / root.period_ps();
-  for (const auto& n : nodes) r.nodes.push_back(NodeReport{n->path(), n->level(), n->stats()});
+  for (size_t id : tree.level_order())
+    r.nodes.push_back(NodeReport{tree[id].path, tree[id].level, tree[id].stats});
   if (ctx.functional) {
     r.memory.resize(program.footprint);
     std::memcpy(r.memory.data(), root.memory().view().data, program.footprint);
   }
+  T("result");
   return r;
 }
 

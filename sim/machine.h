@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,24 @@ namespace fracsim::sim {
 
 enum class Mode { functional, timing };
 
+class TraceRecorder;
+
+struct Progress {
+  uint64_t done = 0, total = 0;  // program instructions
+  uint64_t picoseconds = 0;      // simulated time
+};
+
+struct SimOptions {
+  // Timing mode: simulate one child per class of congruent children and account for all
+  // (identical cycles and counters to an unfolded run). Ignored in functional mode.
+  bool fold = true;
+  // With folding, the simulated nodes per level: they play whichever nodes of the level the
+  // classes need at a time (a run needing more at once stops with an error that says so).
+  int fold_pool = 2;
+  TraceRecorder* trace = nullptr;                  // records the stages of simulated nodes
+  std::function<void(const Progress&)> progress;  // after each program instruction
+};
+
 struct NodeReport {
   std::string path;  // "root", "root.cluster0.core1"
   int level = -1;    // -1 for the root
@@ -21,6 +40,7 @@ struct NodeReport {
 
 struct RunResult {
   Mode mode = Mode::timing;
+  bool folded = false;       // congruent children were simulated once (timing mode)
   uint64_t cycles = 0;       // at the root clock
   uint64_t picoseconds = 0;  // simulated time
   std::vector<NodeReport> nodes;  // the root first, then level by level
@@ -28,8 +48,15 @@ struct RunResult {
 };
 
 // Checks that the program fits the machine's main memory (ConfigError with needed and
-// available bytes otherwise), simulates it, and returns cycles and per-node counters.
+// available bytes otherwise) and that the smallest legal piece of every instruction fits every
+// level (ConfigError naming level, instruction, op and operand), simulates it, and returns
+// cycles and per-node counters. A run that stops making progress throws InternalError naming
+// node, stage and instruction.
 RunResult simulate(const MachineSpec& spec, const isa::OpTable& ops, const isa::Program& program,
-                   Mode mode);
+                   Mode mode, const SimOptions& options);
+inline RunResult simulate(const MachineSpec& spec, const isa::OpTable& ops,
+                          const isa::Program& program, Mode mode) {
+  return simulate(spec, ops, program, mode, SimOptions{});
+}
 
 }  // namespace fracsim::sim

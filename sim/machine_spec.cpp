@@ -1,7 +1,6 @@
 #include "sim/machine_spec.h"
 
 #include <algorithm>
-#include <climits>
 #include <optional>
 #include <utility>
 
@@ -10,6 +9,7 @@
 
 #include "isa/error.h"
 #include "isa/yaml_map.h"
+#include "sim/config_mapping.h"
 #include "sim/units.h"
 
 namespace fracsim::sim {
@@ -18,115 +18,12 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-constexpr uint64_t kPicosecondsPerSecond = 1000000000000ULL;
-
 // The leaf backends a config may name. The rtl library will add "rtl" through sim's backend
 // registry; until it exists, the model is the only one.
 const std::vector<std::string>& known_backends() {
   static const std::vector<std::string> kBackends{"model"};
   return kBackends;
 }
-
-// Reads one mapping of the machine config and records, in schema order, the effective value of
-// every key (given or defaulted) plus the list of keys that were defaulted, for stats.json.
-class ConfigMapping {
- public:
-  explicit ConfigMapping(YamlMap map) : map_(std::move(map)) {}
-
-  YamlMap& yaml() { return map_; }
-
-  // A required nested mapping.
-  ConfigMapping mapping(const std::string& key) { return ConfigMapping(map_.require_map(key)); }
-
-  std::string text(const std::string& key, const std::optional<std::string>& fallback) {
-    std::string value;
-    if (auto node = given(key, fallback.has_value())) {
-      value = scalar_string(*node, map_.file(), map_.key_path(key));
-      if (value.empty()) {
-        throw map_.error(key, "must not be empty");
-      }
-    } else {
-      value = *fallback;
-    }
-    json_[key] = value;
-    return value;
-  }
-
-  // An integer in [min, INT_MAX]; required when `fallback` is empty.
-  int integer(const std::string& key, std::optional<int64_t> fallback, int64_t min) {
-    int64_t value = 0;
-    if (auto node = given(key, fallback.has_value())) {
-      value = scalar_int(*node, map_.file(), map_.key_path(key));
-      if (value < min) {
-        throw map_.error(key, fmt::format("must be at least {}, got {}", min, value));
-      }
-      if (value > INT_MAX) {
-        throw map_.error(key, fmt::format("must be at most {}, got {}", INT_MAX, value));
-      }
-    } else {
-      value = *fallback;
-    }
-    json_[key] = value;
-    return static_cast<int>(value);
-  }
-
-  // A quantity with a unit; `positive` rejects zero (a capacity or bandwidth of nothing).
-  uint64_t quantity(const std::string& key, QuantityKind kind, std::optional<uint64_t> fallback,
-                    bool positive) {
-    uint64_t value = 0;
-    if (auto node = given(key, fallback.has_value())) {
-      value = parse_quantity(*node, kind, map_.file(), map_.key_path(key));
-      if (positive && value == 0) {
-        throw map_.error(key, fmt::format("must be greater than zero, got '{}'", node->Scalar()));
-      }
-    } else {
-      value = *fallback;
-    }
-    json_[key] = format_quantity(value, kind);
-    return value;
-  }
-
-  // A clock; its period must be a whole number of picoseconds, because simulated time is kept in
-  // whole picoseconds and cycle counts convert to it exactly.
-  uint64_t clock(const std::optional<uint64_t>& fallback) {
-    uint64_t hz = quantity("clock", QuantityKind::frequency, fallback, true);
-    if (kPicosecondsPerSecond % hz != 0) {
-      throw map_.error(
-          "clock",
-          fmt::format("{} gives a period of {:.3f} ps; fracsim needs a whole number "
-                      "of picoseconds",
-                      map_.require("clock").Scalar(),
-                      static_cast<double>(kPicosecondsPerSecond) / static_cast<double>(hz)));
-    }
-    return hz;
-  }
-
-  void put(const std::string& key, Json value) { json_[key] = std::move(value); }
-
-  // Rejects unknown keys and returns the effective mapping.
-  Json finish() {
-    map_.finish();
-    json_["defaulted"] = defaulted_;
-    return std::move(json_);
-  }
-
- private:
-  // The node of `key` when the config gives it; records a defaulted key otherwise.
-  std::optional<YAML::Node> given(const std::string& key, bool optional) {
-    if (!optional) {
-      return map_.require(key);
-    }
-    auto node = map_.get(key);
-    if (!node) {
-      defaulted_.push_back(key);
-    }
-    return node;
-  }
-
-  YamlMap map_;
-  Json json_ = Json::object();
-  std::vector<std::string> defaulted_;
-};
 
 ControllerSpec read_controller(ConfigMapping& m, std::optional<uint64_t> inherited_clock,
                                bool has_lfu) {
@@ -158,15 +55,41 @@ LinkSpec read_link(ConfigMapping& parent) {
   return link;
 }
 
+// rows and cols, then one optional entry per input dtype of the matrix unit's ops, each
+// inheriting what it does not give.
+MatrixUnitSpec read_matrix(ConfigMapping& leaf) {
+  ConfigMapping matrix = leaf.mapping("matrix");
+  MatrixUnitSpec spec;
+  spec.rows = matrix.integer("rows", std::nullopt, 1);
+  spec.cols = matrix.integer("cols", std::nullopt, 1);
+  spec.by_dtype.fill({spec.rows, spec.cols});
+  for (isa::DType d : unit_input_dtypes("matrix")) {
+    const std::string key(isa::dtype_name(d));
+    MatrixShape& shape = spec.by_dtype[static_cast<size_t>(d)];
+    if (auto entry = matrix.optional_mapping(key)) {
+      shape.rows = entry->integer("rows", spec.rows, 1);
+      shape.cols = entry->integer("cols", spec.cols, 1);
+      matrix.put(key, entry->finish());
+    } else {
+      matrix.put(key, {{"rows", shape.rows}, {"cols", shape.cols}});
+    }
+  }
+  leaf.put("matrix", matrix.finish());
+  return spec;
+}
+
 void read_leaf(ConfigMapping& level, LevelSpec& spec) {
   ConfigMapping leaf = level.mapping("leaf");
-  ConfigMapping matrix = leaf.mapping("matrix");
-  spec.matrix.rows = matrix.integer("rows", std::nullopt, 1);
-  spec.matrix.cols = matrix.integer("cols", std::nullopt, 1);
-  leaf.put("matrix", matrix.finish());
+  spec.matrix = read_matrix(leaf);
   ConfigMapping vector = leaf.mapping("vector");
   spec.vector.lanes = vector.integer("lanes", std::nullopt, 1);
   leaf.put("vector", vector.finish());
+  if (auto sort = leaf.optional_mapping("sort")) {
+    spec.sort.width = sort->integer("width", std::nullopt, 1);
+    leaf.put("sort", sort->finish());
+  } else {
+    leaf.put("sort", {{"width", spec.sort.width}});
+  }
   spec.backend = leaf.text("backend", std::string("model"));
   const auto& backends = known_backends();
   if (std::find(backends.begin(), backends.end(), spec.backend) == backends.end()) {
@@ -238,6 +161,13 @@ MachineSpec parse_machine_node(const YAML::Node& doc, const std::string& file) {
     spec.levels.push_back(std::move(ls));
   }
   top.put("levels", std::move(levels_json));
+  // Optional: a run without a table reports no energy rather than a made-up one.
+  if (auto energy = top.yaml().get("energy")) {
+    std::vector<std::string> names;
+    for (const LevelSpec& l : spec.levels) names.push_back(l.name);
+    spec.energy = read_energy_table(*energy, top.yaml(), names);
+    top.put("energy", spec.energy->effective);
+  }
   spec.effective = top.finish();
   return spec;
 }

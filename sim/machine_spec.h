@@ -3,11 +3,16 @@
 // controller beside it), then the levels below it from the top down; the last level is the leaf.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "isa/dtype.h"
+#include "sim/energy_table.h"
 
 namespace fracsim::sim {
 
@@ -25,13 +30,34 @@ struct LinkSpec {
   uint64_t latency = 0;    // picoseconds
 };
 
+struct MatrixShape {
+  int rows = 0;
+  int cols = 0;
+};
+
+// The MAC array. Its size may depend on the input dtype (`matrix: {rows: 16, cols: 16, f32:
+// {rows: 8, cols: 8}}`: narrow integers pack more MACs into the same multipliers); the dtypes
+// without their own entry use rows x cols.
 struct MatrixUnitSpec {
   int rows = 0;  // MAC array rows (output rows computed at once)
   int cols = 0;  // MAC array columns (output columns computed at once)
+  std::array<MatrixShape, isa::kDTypeCount> by_dtype{};  // filled for every dtype
+
+  [[nodiscard]] MatrixShape for_dtype(isa::DType dtype) const {
+    return by_dtype[static_cast<size_t>(dtype)];
+  }
 };
 
 struct VectorUnitSpec {
   int lanes = 0;  // elements per cycle
+};
+
+// The sort/merge unit.
+struct SortUnitSpec {
+  // Elements compared per cycle. Optional, default kDefaultWidth, so that configs written before
+  // the unit existed still load; new configs should give it.
+  static constexpr int kDefaultWidth = 8;
+  int width = kDefaultWidth;
 };
 
 // One controller: the root's or one level's.
@@ -60,6 +86,7 @@ struct LevelSpec {
   bool is_leaf = false;
   MatrixUnitSpec matrix;
   VectorUnitSpec vector;
+  SortUnitSpec sort;
   std::string backend = "model";
 };
 
@@ -68,6 +95,7 @@ struct MachineSpec {
   std::string file;
   RootSpec root;
   std::vector<LevelSpec> levels;     // top down; levels.back().is_leaf
+  std::optional<EnergyTable> energy;  // absent: the run reports no energy
   nlohmann::ordered_json effective;  // the effective config (defaults filled in), for stats.json
 
   [[nodiscard]] int64_t leaves() const;

@@ -1,7 +1,5 @@
 #include "sim/node.h"
 
-#include <cstdlib>
-
 #include <fmt/format.h>
 
 #include "isa/error.h"
@@ -14,22 +12,19 @@ std::ostream& operator<<(std::ostream& os, const Job& job) {
   return os << "job(opcode " << job.instr.opcode << ")";
 }
 
-NodeMemory::~NodeMemory() { std::free(data_); }
-
-void NodeMemory::allocate(uint64_t bytes) {
-  std::free(data_);
-  data_ = static_cast<uint8_t*>(std::calloc(bytes, 1));
-  if (!data_ && bytes > 0)
-    throw ConfigError(fmt::format("cannot allocate {} bytes of host memory for a functional run",
-                                  bytes));
-  size_ = bytes;
-}
-
 struct Node::Piece {
   const isa::OpDef* op = nullptr;
-  isa::LocalPiece local;      // the piece in this node's memory, and its transfers
-  isa::ParallelSplit split;   // children's instructions and LFU work (not at a leaf)
+  std::shared_ptr<const isa::Instruction> instr;  // the instruction this piece belongs to
+  isa::Instruction part;   // the piece, operands in the parent's memory
+  isa::Instruction local;  // the piece, operands in this node's memory
+  std::vector<isa::Transfer> loads, stores;
+  isa::ParallelSplit split;  // children's instructions and LFU work (not at a leaf)
   std::vector<std::pair<uint64_t, uint64_t>> reads, writes;  // spans in the parent's memory
+  std::vector<std::pair<uint64_t, uint64_t>> local_writes;   // out tiles and scratch, here
+  size_t index = 0, count = 1;
+  size_t tree_node = 0;
+  uint64_t copies = 1;
+  int route = 0;
   Completion* completion = nullptr;  // set on the last piece of an instruction
 };
 
@@ -45,27 +40,35 @@ bool overlaps(const std::vector<std::pair<uint64_t, uint64_t>>& a,
   return false;
 }
 
-__extension__ using U128 = unsigned __int128;
+// The smallest interval holding every transfer's parent span.
+std::pair<uint64_t, uint64_t> parent_span(const std::vector<isa::Transfer>& ts) {
+  std::pair<uint64_t, uint64_t> s{UINT64_MAX, 0};
+  for (const isa::Transfer& t : ts) {
+    const auto b = t.parent.byte_span();
+    s.first = std::min(s.first, b.first);
+    s.second = std::max(s.second, b.second);
+  }
+  return s.first > s.second ? std::pair<uint64_t, uint64_t>{0, 0} : s;
+}
 
-uint64_t ceil_div_u128(U128 a, U128 b) {
-  return static_cast<uint64_t>((a + b - 1) / b);
+uint64_t stored_bytes(const std::vector<isa::Transfer>& ts) {
+  uint64_t bytes = 0;
+  for (const isa::Transfer& t : ts) bytes += t.local.stored_bytes();
+  return bytes;
 }
 }  // namespace
 
-Node::Node(const sc_core::sc_module_name& name, std::string path, const MachineSpec& spec,
-           int level, Node* parent, uint64_t cyclic_base, RunContext& ctx)
+Node::Node(const sc_core::sc_module_name& name, const MachineSpec& spec, int level,
+           uint64_t cyclic_base, RunContext& ctx)
     : sc_module(name),
-      path_(std::move(path)),
       level_(level),
       is_root_(level < 0),
       is_leaf_(level >= 0 && spec.levels[level].is_leaf),
-      parent_(parent),
       ctx_(ctx),
       controller_(is_root_ ? spec.root.controller : spec.levels[level].controller),
-      period_ps_(1000000000000ULL / controller_.clock),
-      clock_hz_(controller_.clock),
+      period_ps_(controller_.period_ps()),
       fanout_(level + 1 < static_cast<int>(spec.levels.size()) ? spec.levels[level + 1].fanout : 1),
-      cyclic_base_(cyclic_base),
+      root_cyclic_base_(cyclic_base),
       inbox_(1),
       to_ld_(controller_.pipeline_depth),
       to_ex_(controller_.pipeline_depth),
@@ -73,17 +76,19 @@ Node::Node(const sc_core::sc_module_name& name, std::string path, const MachineS
       to_wb_(controller_.pipeline_depth),
       subblocks_(controller_.pipeline_depth) {
   const MemorySpec& mem = is_root_ ? spec.root.memory : spec.levels[level].memory;
-  FRACSIM_ASSERT(cyclic_base_ <= mem.capacity, "{}: cyclic base beyond capacity", path_);
-  subblock_bytes_ =
-      (mem.capacity - cyclic_base_) / controller_.pipeline_depth / isa::kTileAlign * isa::kTileAlign;
-  if (!is_root_) {
+  memory_ = std::make_unique<Memory>("memory", mem, ctx_.functional);
+  memory_->set_write_hook([this](uint64_t b, uint64_t e) { invalidate_children(b, e); });
+  if (is_root_) {
+    FRACSIM_ASSERT(cyclic_base <= mem.capacity, "root: cyclic base beyond capacity");
+    root_subblock_ = (mem.capacity - cyclic_base) / controller_.pipeline_depth / isa::kTileAlign *
+                     isa::kTileAlign;
+  } else {
     const LevelSpec& ls = spec.levels[level];
     const MemorySpec& pm = level == 0 ? spec.root.memory : spec.levels[level - 1].memory;
-    dma_bandwidth_ = std::min(ls.link.bandwidth, pm.bandwidth);
-    dma_latency_cycles_ = ceil_div_u128(ls.link.latency + pm.latency, period_ps_);
+    dma_ = std::make_unique<DmaEngine>("dma", period_ps_, ls.link.latency + pm.latency,
+                                       ls.link.bandwidth);
   }
   if (is_leaf_) unit_ = make_leaf_unit(spec.levels[level]);
-  if (ctx_.functional) memory_.allocate(mem.capacity);
   SC_THREAD(id_stage);
   SC_THREAD(ld_stage);
   SC_THREAD(ex_stage);
@@ -115,30 +120,74 @@ uint64_t Node::cycles_since(const sc_time& t0) const {
   return (ps + period_ps_ - 1) / period_ps_;
 }
 
-// Latency once per piece (descriptors are pipelined), then the bytes at the slower of the link
-// and the parent memory, rounded up to whole cycles.
-uint64_t Node::transfer_cycles(uint64_t bytes) const {
-  if (bytes == 0 || is_root_) return 0;
-  return dma_latency_cycles_ +
-         ceil_div_u128(static_cast<U128>(bytes) * clock_hz_, dma_bandwidth_);
+void Node::trace(int stage, const Piece& p, const sc_time& t0) {
+  if (!ctx_.trace || sc_core::sc_time_stamp() == t0) return;
+  ctx_.trace->name_node(p.tree_node, (*ctx_.tree)[p.tree_node].path);
+  ctx_.trace->record(p.tree_node, stage, &p.op->name, t0.value(),
+                     sc_core::sc_time_stamp().value());
 }
 
-Node::Piece* Node::make_piece(const isa::OpDef& op, const isa::Instruction& part, int subblock) {
+void Node::invalidate_children(uint64_t begin, uint64_t end) {
+  if (is_leaf_ || begin >= end) return;
+  MachineTree& tree = *ctx_.tree;
+  for (int i = 0; i < fanout_; ++i) tree[tree.child(tree_node_, i)].tpt.invalidate(begin, end);
+}
+
+Node::Piece* Node::make_piece(const isa::OpDef& op, const isa::Instruction& part, int subblock,
+                              bool first) {
   auto* p = new Piece;
   p->op = &op;
-  const uint64_t base = cyclic_base_ + static_cast<uint64_t>(subblock) * subblock_bytes_;
+  p->part = part;
+  p->local = part;
+  p->tree_node = tree_node_;
+  p->copies = copies_;
+  p->route = route_;
+  uint64_t base, end;
   if (is_root_) {
-    p->local.local = part;  // operands already live in the main memory
+    // Operands already live in the main memory; only partial results need room.
+    base = root_cyclic_base_ + static_cast<uint64_t>(subblock) * root_subblock_;
+    end = base + root_subblock_;
+    for (size_t o = 0; o < op.operands.size(); ++o)
+      if (op.operands[o].role == isa::OperandRole::out)
+        p->local_writes.push_back(part.operands[o].byte_span());
   } else {
-    p->local = isa::localize(op, part, base);
+    base = layout_.cyclic_base + static_cast<uint64_t>(subblock) * plan_->subblock_bytes;
+    end = base + plan_->subblock_bytes;
+    uint64_t at = base;
+    for (size_t o = 0; o < op.operands.size(); ++o) {
+      const isa::TensorRef& parent = part.operands[o];
+      isa::TensorRef local;
+      auto it = std::find(plan_->static_operands.begin(), plan_->static_operands.end(),
+                          static_cast<int>(o));
+      if (it != plan_->static_operands.end()) {
+        // Static: loaded with the first piece, unless the permutation table still holds it.
+        const size_t s = it - plan_->static_operands.begin();
+        local = parent.packed_at(layout_.local[s]);
+        if (first && !layout_.hit[s]) p->loads.push_back({parent, local});
+        if (first && layout_.hit[s]) {
+          ++stats()[Counter::static_hits];
+          stats()[Counter::static_hit_bytes] += local.stored_bytes();
+        }
+      } else {
+        local = parent.packed_at(at);
+        at = isa::align_up(at + local.stored_bytes(), isa::kTileAlign);
+        if (isa::operand_is_read(op, part, o)) p->loads.push_back({parent, local});
+      }
+      if (op.operands[o].role == isa::OperandRole::out) {
+        p->stores.push_back({parent, local});
+        p->local_writes.push_back(local.byte_span());
+      }
+      p->local.operands[o] = local;
+    }
+    base = at;  // scratch follows the cyclic tiles
   }
   if (!is_leaf_) {
-    const uint64_t scratch = is_root_ ? base : base + p->local.bytes;
-    p->split = isa::parallel(op, *ctx_.ops, p->local.local, fanout_, scratch);
-    if (scratch + p->split.scratch_bytes > base + subblock_bytes_)
-      throw ConfigError(fmt::format("{}: {}: partial results need {} bytes but a cyclic sub-block "
-                                    "holds {}", path_, op.name, scratch - base +
-                                    p->split.scratch_bytes, subblock_bytes_));
+    p->split = isa::parallel(op, *ctx_.ops, p->local, fanout_, base);
+    if (base + p->split.scratch_bytes > end)
+      throw ConfigError(fmt::format("{}: {}: partial results need {} bytes more than a cyclic "
+                                    "sub-block holds", (*ctx_.tree)[tree_node_].path, op.name,
+                                    base + p->split.scratch_bytes - end));
+    p->local_writes.emplace_back(base, base + p->split.scratch_bytes);
   }
   for (size_t o = 0; o < op.operands.size(); ++o) {
     auto span = part.operands[o].byte_span();
@@ -153,25 +202,33 @@ void Node::id_stage() {
     Job job;
     inbox_.read(job);
     const isa::OpDef& op = ctx_.ops->get(job.instr.opcode);
-    ++stats_[Counter::instructions];
-    std::vector<isa::Instruction> parts;
-    if (is_root_) {
-      parts.push_back(job.instr);
-    } else {
-      isa::NodeBudget budget{subblock_bytes_, is_leaf_ ? 1 : fanout_, path_};
-      parts = isa::sequential(op, *ctx_.ops, job.instr, budget);
-    }
-    for (size_t i = 0; i < parts.size(); ++i) {
+    tree_node_ = job.tree_node;
+    copies_ = job.copies;
+    route_ = job.route;
+    plan_ = job.plan ? job.plan : std::make_shared<const InstructionPlan>(root_plan(job.instr));
+    layout_ = job.layout;
+    // The pipeline is empty between instructions below the root, so the cyclic segment may
+    // move; the root keeps rotating through its sub-blocks.
+    if (!is_root_) next_subblock_ = 0;
+    auto instr = std::make_shared<const isa::Instruction>(std::move(job.instr));
+    ++stats()[Counter::instructions];
+    const size_t n = plan_->pieces.size();
+    for (size_t i = 0; i < n; ++i) {
       subblocks_.wait();
-      Piece* p = make_piece(op, parts[i], next_subblock_);
+      const sc_time t0 = sc_core::sc_time_stamp();
+      Piece* p = make_piece(op, plan_->pieces[i], next_subblock_, i == 0);
       next_subblock_ = (next_subblock_ + 1) % controller_.pipeline_depth;
-      if (i + 1 == parts.size()) p->completion = job.completion;
+      p->instr = instr;
+      p->index = i;
+      p->count = n;
+      if (i + 1 == n) p->completion = job.completion;
       holding_[kId] = p;
       wait_cycles(controller_.decode_cycles);
-      stats_[Counter::decode_cycles] += controller_.decode_cycles;
-      ++stats_[Counter::pieces];
+      stats()[Counter::decode_cycles] += controller_.decode_cycles;
+      ++stats()[Counter::pieces];
       in_flight_.push_back(p);
       holding_[kId] = nullptr;
+      trace(kId, *p, t0);
       to_ld_.write(p);
     }
   });
@@ -192,18 +249,27 @@ void Node::ld_stage() {
       }
       if (blocked) wait(written_back_);
     }
-    stats_[Counter::hazard_cycles] += cycles_since(t_hazard);
-    uint64_t bytes = 0;
-    for (const isa::Transfer& t : p->local.loads) bytes += t.local.stored_bytes();
-    const uint64_t cycles = transfer_cycles(bytes);
-    wait_cycles(cycles);
-    if (ctx_.functional && !is_root_) {
-      isa::MemoryView from = parent_->memory().view(), to = memory_.view();
-      for (const isa::Transfer& t : p->local.loads) isa::copy_tensor(t.parent, from, t.local, to);
+    stats()[Counter::hazard_cycles] += cycles_since(t_hazard);
+    const sc_time t0 = sc_core::sc_time_stamp();
+    const uint64_t bytes = stored_bytes(p->loads);
+    uint64_t cycles = 0;
+    if (!is_root_) {
+      const auto span = parent_span(p->loads);
+      cycles = dma_->transfer(DmaEngine::kRead, bytes, span.first, span.second, p->copies,
+                              p->route);
+      if (ctx_.functional) {
+        isa::MemoryView from = dma_->parent_view(), to = memory_->view();
+        for (const isa::Transfer& t : p->loads) isa::copy_tensor(t.parent, from, t.local, to);
+      }
+      for (const isa::Transfer& t : p->loads) {
+        const auto s = t.local.byte_span();
+        invalidate_children(s.first, s.second);
+      }
     }
-    stats_[Counter::load_cycles] += cycles;
-    stats_[Counter::load_bytes] += bytes;
+    stats()[Counter::load_cycles] += cycles;
+    stats()[Counter::load_bytes] += bytes;
     holding_[kLd] = nullptr;
+    trace(kLd, *p, t0);
     to_ex_.write(p);
   });
 }
@@ -215,20 +281,18 @@ void Node::ex_stage() {
     holding_[kEx] = p;
     const sc_time t0 = sc_core::sc_time_stamp();
     if (is_leaf_) {
-      isa::MemoryView mv = memory_.view();
-      const uint64_t cycles = unit_->run(*p->op, p->local.local, ctx_.functional ? &mv : nullptr);
-      const auto work = static_cast<uint64_t>(isa::instruction_work(*p->op, p->local.local));
-      stats_[p->op->unit == "matrix" ? Counter::matrix_ops : Counter::vector_ops] += work;
-      stats_[Counter::unit_cycles] += cycles;
+      isa::MemoryView mv = memory_->view();
+      const uint64_t cycles = unit_->run(*p->op, p->local, ctx_.functional ? &mv : nullptr);
+      const auto work = static_cast<uint64_t>(isa::instruction_work(*p->op, p->local));
+      stats()[p->op->unit == "matrix" ? Counter::matrix_ops : Counter::vector_ops] += work;
+      stats()[Counter::unit_cycles] += cycles;
       wait_cycles(cycles);
     } else {
-      children_done_.remaining = static_cast<int64_t>(p->split.children.size());
-      for (size_t i = 0; i < p->split.children.size(); ++i)
-        children_[i]->submit(Job{p->split.children[i], &children_done_});
-      while (children_done_.remaining > 0) wait(children_done_.done);
+      dispatch(*p->op, p->split.children, p->local_writes);
     }
-    stats_[Counter::execute_cycles] += cycles_since(t0);
+    stats()[Counter::execute_cycles] += cycles_since(t0);
     holding_[kEx] = nullptr;
+    trace(kEx, *p, t0);
     to_rd_.write(p);
   });
 }
@@ -238,16 +302,19 @@ void Node::rd_stage() {
     Piece* p = nullptr;
     to_rd_.read(p);
     holding_[kRd] = p;
+    const sc_time t0 = sc_core::sc_time_stamp();
     uint64_t cycles = 0;
     for (const isa::Instruction& r : p->split.reductions) {
       const uint64_t elements = static_cast<uint64_t>(r.operands.back().elements());
-      stats_[Counter::lfu_elements] += elements;
+      stats()[Counter::lfu_elements] += elements;
       cycles += (elements + controller_.lfu_throughput - 1) / controller_.lfu_throughput;
-      if (ctx_.functional) isa::execute_reference(ctx_.ops->get(r.opcode), r, memory_.view());
+      if (ctx_.functional)
+        isa::execute_reference(ctx_.ops->get(r.opcode), r, memory_->view());
     }
     wait_cycles(cycles);
-    stats_[Counter::reduce_cycles] += cycles;
+    stats()[Counter::reduce_cycles] += cycles;
     holding_[kRd] = nullptr;
+    trace(kRd, *p, t0);
     to_wb_.write(p);
   });
 }
@@ -257,24 +324,37 @@ void Node::wb_stage() {
     Piece* p = nullptr;
     to_wb_.read(p);
     holding_[kWb] = p;
-    uint64_t bytes = 0;
-    for (const isa::Transfer& t : p->local.stores) bytes += t.local.stored_bytes();
-    const uint64_t cycles = transfer_cycles(bytes);
-    wait_cycles(cycles);
-    if (ctx_.functional && !is_root_) {
-      isa::MemoryView from = memory_.view(), to = parent_->memory().view();
-      for (const isa::Transfer& t : p->local.stores) isa::copy_tensor(t.local, from, t.parent, to);
+    const sc_time t0 = sc_core::sc_time_stamp();
+    const uint64_t bytes = stored_bytes(p->stores);
+    uint64_t cycles = 0;
+    if (!is_root_) {
+      const auto span = parent_span(p->stores);
+      cycles = dma_->transfer(DmaEngine::kWrite, bytes, span.first, span.second, p->copies,
+                              p->route);
+      if (ctx_.functional) {
+        isa::MemoryView from = memory_->view(), to = dma_->parent_view();
+        for (const isa::Transfer& t : p->stores) isa::copy_tensor(t.local, from, t.parent, to);
+      }
     }
-    stats_[Counter::writeback_cycles] += cycles;
-    stats_[Counter::store_bytes] += bytes;
+    stats()[Counter::writeback_cycles] += cycles;
+    stats()[Counter::store_bytes] += bytes;
     FRACSIM_ASSERT(!in_flight_.empty() && in_flight_.front() == p, "{}: write-back out of order",
-                   path_);
+                   name());
     in_flight_.pop_front();
     written_back_.notify(sc_core::SC_ZERO_TIME);
     subblocks_.post();
     holding_[kWb] = nullptr;
-    if (p->completion && --p->completion->remaining == 0)
-      p->completion->done.notify(sc_core::SC_ZERO_TIME);
+    trace(kWb, *p, t0);
+    if (p->completion) {
+      // Its children are idle until the next instruction: their state is final for now.
+      if (!is_leaf_ && !is_root_) ctx_.tree->update_below_digest(p->tree_node);
+      if (is_root_) {
+        ++ctx_.done.done;
+        ctx_.done.picoseconds = sc_core::sc_time_stamp().value();
+        if (ctx_.progress) ctx_.progress(ctx_.done);
+      }
+      if (--p->completion->remaining == 0) p->completion->done.notify(sc_core::SC_ZERO_TIME);
+    }
     delete p;
   });
 }
@@ -282,9 +362,10 @@ void Node::wb_stage() {
 std::string Node::describe_busy() const {
   std::string out;
   for (int s = 0; s < 5; ++s)
-    if (holding_[s])
-      out += fmt::format("{}{} stage {} holds a {} piece", out.empty() ? "" : "; ", path_,
-                         kStageName[s], holding_[s]->op->name);
+    if (const Piece* p = holding_[s])
+      out += fmt::format("{}{} stage {} holds piece {} of {} of instruction `{}`",
+                         out.empty() ? "" : "; ", (*ctx_.tree)[p->tree_node].path, kStageName[s],
+                         p->index + 1, p->count, instruction_text(*p->op, *p->instr));
   return out;
 }
 

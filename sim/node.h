@@ -1,15 +1,24 @@
 // A node of the fractal machine: a controller with the 5-stage pipeline ID -> LD -> EX -> RD ->
-// WB (one SC_THREAD per stage, joined by bounded FIFOs), a local memory whose cyclic segment has
-// N sub-blocks (one per sub-instruction in flight), a DMA engine to the parent's memory with a
-// read channel (LD) and a write channel (WB), an LFU, and either children (FFUs) or, at a leaf,
-// a compute unit. The root node's memory is the machine's main memory: it loads nothing.
+// WB (one SC_THREAD per stage, joined by bounded FIFOs), a local memory (a TLM target) holding
+// a static segment and a cyclic segment of N sub-blocks (one per sub-instruction in flight), a
+// DMA engine bound to the parent's memory with a read channel (LD) and a write channel (WB), an
+// LFU, and either children (FFUs) or, at a leaf, a compute unit. The root node's memory is the
+// machine's main memory: it loads nothing and keeps no static segment.
+//
+// A Node is a simulated node. It plays one node of the MachineTree per instruction (always the
+// same one unless folding): counters and the tensor permutation table live in the tree.
+// Folding (node_dispatch.cpp): the EX stage groups the children's instructions into classes
+// that behave alike, sends each class to one simulated child, and copies the result to the
+// rest.
 //
 // Time advances per stage and per transfer, never per clock tick.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,11 +27,16 @@
 
 #include "isa/decompose/localize.h"
 #include "isa/decompose/parallel.h"
-#include "isa/decompose/sequential.h"
 #include "isa/reference.h"
+#include "sim/dma_engine.h"
+#include "sim/instruction_plan.h"
 #include "sim/leaf_unit.h"
+#include "sim/machine.h"
 #include "sim/machine_spec.h"
+#include "sim/machine_tree.h"
+#include "sim/memory.h"
 #include "sim/node_stats.h"
+#include "sim/trace.h"
 
 namespace fracsim::sim {
 
@@ -32,56 +46,58 @@ struct Completion {
   sc_core::sc_event done;
 };
 
+// An instruction handed to a node, with the plan its parent made for it (the root plans its
+// own: `plan` is null there).
 struct Job {
   isa::Instruction instr;
+  std::shared_ptr<const InstructionPlan> plan;
+  SegmentLayout layout;  // where the static operands and the cyclic segment are
+  size_t tree_node = 0;  // the MachineTree node this job runs as
+  uint64_t copies = 1;   // identical nodes it stands for (folding)
   Completion* completion = nullptr;
+  int route = 0;         // the parent's memory among those the level's Interconnect reaches
 };
 // sc_fifo prints its contents when asked; a job prints as its opcode.
 std::ostream& operator<<(std::ostream& os, const Job& job);
 
+class Node;
+
 // Shared by every node of one run.
 struct RunContext {
   const isa::OpTable* ops = nullptr;
+  const MachineSpec* spec = nullptr;
+  MachineTree* tree = nullptr;
   bool functional = false;
+  bool fold = false;
+  TraceRecorder* trace = nullptr;
+  std::function<void(const Progress&)> progress;
+  // Folding: per level, the simulated nodes free to play a node of that level.
+  std::vector<std::vector<Node*>> pools;
+  Progress done;
   std::exception_ptr error;  // the first error raised inside a process; the run stops on it
-};
-
-// A node's memory: storage only in functional mode (zero pages are allocated lazily).
-class NodeMemory {
- public:
-  NodeMemory() = default;
-  NodeMemory(const NodeMemory&) = delete;
-  NodeMemory& operator=(const NodeMemory&) = delete;
-  ~NodeMemory();
-  void allocate(uint64_t bytes);
-  isa::MemoryView view() { return {data_, size_}; }
-  bool allocated() const { return data_ != nullptr; }
-
- private:
-  uint8_t* data_ = nullptr;
-  uint64_t size_ = 0;
 };
 
 class Node : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Node);
 
-  // level -1 is the root. `cyclic_base` is where the cyclic segment starts in this node's memory
-  // (the root's main memory holds the program below it).
-  Node(const sc_core::sc_module_name& name, std::string path, const MachineSpec& spec, int level,
-       Node* parent, uint64_t cyclic_base, RunContext& ctx);
+  // level -1 is the root. `cyclic_base` is where the root's cyclic segment starts in the main
+  // memory (the program lies below it); other nodes place theirs per instruction.
+  Node(const sc_core::sc_module_name& name, const MachineSpec& spec, int level,
+       uint64_t cyclic_base, RunContext& ctx);
   ~Node() override;
 
   void add_child(Node* child) { children_.push_back(child); }
+  // Folding: this node's memory is port `port` of the Interconnect below it.
+  void set_port(int port) { port_ = port; }
+  int port() const { return port_; }
   // Hands an instruction to this node (from the parent's EX stage, or the program driver).
   void submit(Job job) { inbox_.write(std::move(job)); }
 
-  const std::string& path() const { return path_; }
   int level() const { return level_; }
-  const NodeStats& stats() const { return stats_; }
-  NodeMemory& memory() { return memory_; }
   uint64_t period_ps() const { return period_ps_; }
-  uint64_t subblock_bytes() const { return subblock_bytes_; }
+  Memory& memory() { return *memory_; }
+  DmaEngine& dma() { return *dma_; }
   // What each stage is holding, for the error of a run that stops making progress.
   std::string describe_busy() const;
 
@@ -97,27 +113,40 @@ class Node : public sc_core::sc_module {
   template <typename Body>
   void guarded(Body&& body);
   void wait_cycles(uint64_t cycles);
-  uint64_t transfer_cycles(uint64_t bytes) const;
   uint64_t cycles_since(const sc_core::sc_time& t0) const;
-  Piece* make_piece(const isa::OpDef& op, const isa::Instruction& part, int subblock);
+  Piece* make_piece(const isa::OpDef& op, const isa::Instruction& part, int subblock,
+                    bool first);
+  void trace(int stage, const Piece& p, const sc_core::sc_time& t0);
+  NodeStats& stats() { return (*ctx_.tree)[tree_node_].stats; }
+  // The children's permutation tables hold copies of this node's memory: drop what a write to
+  // [begin, end) of it makes stale.
+  void invalidate_children(uint64_t begin, uint64_t end);
+  // EX of an inner node (node_dispatch.cpp): the children's instructions, folded when allowed.
+  void dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& instrs,
+                const std::vector<std::pair<uint64_t, uint64_t>>& local_writes);
+  NodeShape child_shape(size_t child) const;
 
-  std::string path_;
   int level_;
   bool is_root_, is_leaf_;
-  Node* parent_;
   RunContext& ctx_;
-  std::vector<Node*> children_;
+  std::vector<Node*> children_;  // simulated children (unfolded runs; folded ones use pools)
   std::unique_ptr<LeafUnit> unit_;
+  std::unique_ptr<Memory> memory_;
+  std::unique_ptr<DmaEngine> dma_;
   ControllerSpec controller_;
   uint64_t period_ps_;
-  uint64_t dma_latency_cycles_ = 0;
-  uint64_t dma_bandwidth_ = 0;  // bytes per second: min(link, parent memory)
-  uint64_t clock_hz_;
   int fanout_;
-  uint64_t cyclic_base_;
-  uint64_t subblock_bytes_;
+  uint64_t root_cyclic_base_, root_subblock_ = 0;
   int next_subblock_ = 0;
-  NodeMemory memory_;
+
+  // The job being decoded (non-root nodes run one instruction at a time: the parent sends the
+  // next only when this one has written back).
+  size_t tree_node_ = 0;
+  uint64_t copies_ = 1;
+  int route_ = 0;
+  int port_ = 0;
+  SegmentLayout layout_;
+  std::shared_ptr<const InstructionPlan> plan_;
 
   sc_core::sc_fifo<Job> inbox_;
   sc_core::sc_fifo<Piece*> to_ld_, to_ex_, to_rd_, to_wb_;
@@ -126,7 +155,6 @@ class Node : public sc_core::sc_module {
   sc_core::sc_event written_back_;
   Completion children_done_;
   std::array<const Piece*, 5> holding_{};  // per stage, for describe_busy
-  NodeStats stats_;
 };
 
 }  // namespace fracsim::sim

@@ -23,6 +23,8 @@ enum class Counter : int {
   unit_cycles,      // leaf: cycles the compute unit was busy
   matrix_ops,       // leaf: work done by the matrix unit (op work formulas)
   vector_ops,       // leaf: work done by the vector unit
+  static_hits,      // static operands found in the tensor permutation table (not loaded)
+  static_hit_bytes, // bytes those hits did not load
   kCount
 };
 
@@ -47,6 +49,8 @@ constexpr std::array<CounterInfo, static_cast<size_t>(Counter::kCount)> kCounter
     {"unit_cycles", "cycles", "leaf compute unit busy, leaf clock"},
     {"matrix_ops", "ops", "operations done by the matrix unit"},
     {"vector_ops", "ops", "operations done by the vector unit"},
+    {"static_hits", "operands", "static operands found resident in the tensor permutation table"},
+    {"static_hit_bytes", "bytes", "bytes not loaded thanks to tensor permutation table hits"},
 }};
 
 struct NodeStats {

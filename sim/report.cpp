@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "isa/reference.h"
+#include "sim/energy.h"
 #include "sim/units.h"
 
 namespace fracsim::sim {
@@ -38,6 +39,36 @@ nlohmann::ordered_json counters_json(const NodeStats& s) {
 }
 
 double ratio(double num, double den) { return den > 0 ? num / den : 0.0; }
+
+// Energies are kept in femtojoules and reported in picojoules.
+double pj(double fj) { return fj / 1000.0; }
+
+nlohmann::ordered_json components_json(const ComponentEnergy& c) {
+  nlohmann::ordered_json j;
+  for (size_t k = 0; k < kEnergyComponents; ++k)
+    j[std::string(kEnergyComponentName[k])] = pj(c[k]);
+  return j;
+}
+
+// Same keys whether or not the config has a table, so that readers need not branch.
+nlohmann::ordered_json energy_json(const MachineSpec& spec, const EnergyReport& e) {
+  using nlohmann::ordered_json;
+  ordered_json j;
+  j["configured"] = e.configured;
+  j["table"] = e.configured ? ordered_json(e.source) : ordered_json(nullptr);
+  j["total"] = pj(e.total);
+  ordered_json levels = ordered_json::array();
+  for (size_t l = 0; l < e.by_level.size(); ++l) {
+    double total = 0;
+    for (double v : e.by_level[l]) total += v;
+    levels.push_back({{"name", l == 0 ? std::string("root") : spec.levels[l - 1].name},
+                      {"total", pj(total)},
+                      {"by_component", components_json(e.by_level[l])}});
+  }
+  j["by_level"] = levels;
+  j["by_component"] = components_json(e.by_component);
+  return j;
+}
 
 }  // namespace
 
@@ -73,7 +104,8 @@ std::vector<OutputCheck> check_outputs(const isa::Program& program, const isa::O
 }
 
 nlohmann::ordered_json stats_json(const MachineSpec& spec, const isa::Program& program,
-                                  const RunResult& run, const std::vector<OutputCheck>& outputs) {
+                                  const RunResult& run, const std::vector<OutputCheck>& outputs,
+                                  const isa::OpTable& ops) {
   using nlohmann::ordered_json;
   const Peak peak = peak_ops(spec);
   const std::vector<NodeStats> totals = level_totals(spec, run);
@@ -82,7 +114,7 @@ nlohmann::ordered_json stats_json(const MachineSpec& spec, const isa::Program& p
   j["format"] = "fracsim-stats/1";
   j["program"] = program.name;
   j["mode"] = run.mode == Mode::functional ? "functional" : "timing";
-  j["folded"] = false;
+  j["folded"] = run.folded;
   j["cycles"] = run.cycles;
   j["seconds"] = static_cast<double>(run.picoseconds) * 1e-12;
   j["machine"] = {{"name", spec.name},
@@ -107,6 +139,7 @@ nlohmann::ordered_json stats_json(const MachineSpec& spec, const isa::Program& p
     levels.push_back({{"name", spec.levels[l].name}, {"nodes", spec.nodes_at(l)},
                       {"totals", counters_json(totals[l + 1])}});
   j["levels"] = levels;
+  j["energy_pj"] = energy_json(spec, run_energy(spec, run, program, ops));
   ordered_json nodes = ordered_json::array();
   for (const NodeReport& n : run.nodes) {
     ordered_json e = {{"path", n.path}};
@@ -123,7 +156,8 @@ nlohmann::ordered_json stats_json(const MachineSpec& spec, const isa::Program& p
 }
 
 std::string summary_text(const MachineSpec& spec, const isa::Program& program,
-                         const RunResult& run, const std::vector<OutputCheck>& outputs) {
+                         const RunResult& run, const std::vector<OutputCheck>& outputs,
+                         const isa::OpTable& ops) {
   const Peak peak = peak_ops(spec);
   const std::vector<NodeStats> totals = level_totals(spec, run);
   std::string s;
@@ -137,6 +171,17 @@ std::string summary_text(const MachineSpec& spec, const isa::Program& program,
                    100 * ratio(static_cast<double>(totals.back()[Counter::matrix_ops]),
                                static_cast<double>(run.cycles) * peak.matrix),
                    peak.matrix);
+  const EnergyReport energy = run_energy(spec, run, program, ops);
+  if (energy.configured) {
+    const double work = static_cast<double>(totals.back()[Counter::matrix_ops] +
+                                            totals.back()[Counter::vector_ops]);
+    const double leakage = energy.total - energy.dynamic();
+    s += fmt::format("  energy        {:.3f} uJ ({:.1f}% leakage; {:.3f} pJ per op; table {})\n",
+                     energy.total * 1e-9, 100 * ratio(leakage, energy.total),
+                     pj(ratio(energy.total, work)), energy.source);
+  } else {
+    s += "  energy        not configured (the machine config has no energy table)\n";
+  }
   s += fmt::format("  {:<12} {:>6} {:>9} {:>14} {:>14} {:>12} {:>12}\n", "level", "nodes",
                    "pieces", "load bytes", "store bytes", "EX cycles", "LFU elems");
   for (size_t l = 0; l < totals.size(); ++l) {

@@ -68,6 +68,10 @@ const KindInfo& kind_info(QuantityKind kind) {
                                 "0.2 pJ",
                                 "femtojoules",
                                 {{"fJ", 1}, {"pJ", kK}, {"nJ", kK * kK}, {"uJ", kK * kK * kK}}};
+  static const KindInfo kPower{"a power",
+                               "15 mW",
+                               "nanowatts",
+                               {{"nW", 1}, {"uW", kK}, {"mW", kK * kK}, {"W", kK * kK * kK}}};
   switch (kind) {
     case QuantityKind::bytes:
       return kBytes;
@@ -79,6 +83,8 @@ const KindInfo& kind_info(QuantityKind kind) {
       return kTime;
     case QuantityKind::energy:
       return kEnergy;
+    case QuantityKind::power:
+      return kPower;
   }
   throw InternalError("unknown QuantityKind");
 }

@@ -13,7 +13,8 @@ void run_level(const OpDef& op, const OpTable& ops, const Instruction& instr, Me
   const bool leaf = level + 1 == levels.size();
   std::vector<uint8_t> local(b.bytes, 0);
   MemoryView lm{local.data(), local.size()};
-  for (const Instruction& piece : sequential(op, ops, instr, b)) {
+  const SequentialPlan plan = plan_sequential(op, ops, instr, b);
+  for (const Instruction& piece : plan.pieces) {
     ++st.pieces;
     LocalPiece lp = localize(op, piece, 0);
     for (const Transfer& t : lp.loads) {
@@ -37,6 +38,10 @@ void run_level(const OpDef& op, const OpTable& ops, const Instruction& instr, Me
       copy_tensor(t.local, lm, t.parent, parent);
       st.stored_bytes += t.local.stored_bytes();
     }
+  }
+  for (const Instruction& f : plan.finalize) {
+    execute_reference(ops.get(f.opcode), f, parent);
+    ++st.reductions;
   }
 }
 

@@ -1,5 +1,7 @@
 #include "isa/decompose/localize.h"
 
+#include "isa/extension.h"
+
 namespace fracsim::isa {
 
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
@@ -22,6 +24,8 @@ LocalPiece localize(const OpDef& op, const Instruction& piece, uint64_t base) {
     if (operand_is_read(op, piece, o)) lp.loads.push_back({parent, local});
     if (op.operands[o].role == OperandRole::out) lp.stores.push_back({parent, local});
   }
+  // An extension op's temporaries need room beside the tiles (where its leaf runs the sequence).
+  at += temporaries_bytes(op, piece);
   lp.bytes = at - base;
   return lp;
 }

@@ -75,6 +75,53 @@ Choice best_parts(const OpDef& op, const Instruction& instr, const std::vector<i
 
 }  // namespace
 
+Instruction lfu_combine(const OpTable& ops, const std::string& fn, const TensorRef& out,
+                        const TensorRef& partial) {
+  const OpDef& elt = ops.get("eltwise");
+  const int rank = static_cast<int>(elt.operands[0].dims.size());
+  FRACSIM_ASSERT(out.rank() <= rank, "LFU reduction of a rank-{} output", out.rank());
+  Instruction in;
+  in.opcode = elt.opcode;
+  const TensorRef o = with_leading_dims(out, rank), p = with_leading_dims(partial, rank);
+  in.operands = {o, p, o};
+  in.attrs.assign(elt.attributes.size(), 0);
+  const AttrDef& fn_attr = elt.attributes[elt.attr_index("fn")];
+  auto it = std::find(fn_attr.values.begin(), fn_attr.values.end(), fn);
+  FRACSIM_ASSERT(it != fn_attr.values.end(), "eltwise has no fn {}", fn);
+  in.attrs[elt.attr_index("fn")] = it - fn_attr.values.begin();
+  return in;
+}
+
+Instruction self_combine(const OpDef& op, const Instruction& instr,
+                         const std::vector<TensorRef>& partials) {
+  Instruction in = instr;
+  size_t next = 0;
+  for (size_t o = 0; o < op.operands.size(); ++o)
+    if (op.operands[o].role == OperandRole::in) in.operands[o] = partials.at(next++);
+  for (const DimDef& d : op.dims)
+    if (d.kind == DimKind::reduce && d.combine == "self")
+      in.attrs[op.attr_index(d.accumulate_attr)] = 1;
+  return in;
+}
+
+Instruction merge_runs(const OpDef& op, const OpTable& ops, const Instruction& instr,
+                       int64_t runs) {
+  const OpDef& merge = ops.get("merge");
+  Instruction in;
+  in.opcode = merge.opcode;
+  const TensorRef* out = nullptr;
+  for (size_t o = 0; o < op.operands.size(); ++o)
+    if (op.operands[o].role == OperandRole::out) out = &instr.operands[o];
+  FRACSIM_ASSERT(out != nullptr, "op {} has no output", op.name);
+  in.operands = {*out, *out};
+  // Attributes the merge shares by name with the op (descending) are passed on.
+  for (const AttrDef& a : merge.attributes) {
+    const int mine = op.attr_index(a.name);
+    in.attrs.push_back(a.name == "runs" ? runs : mine >= 0 ? instr.attrs[mine] : a.default_value);
+  }
+  return in;
+}
+
 ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& instr, int fanout,
                        uint64_t scratch_base) {
   FRACSIM_ASSERT(fanout >= 1, "fanout {}", fanout);
@@ -96,13 +143,12 @@ ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& i
     parts[reduce_dim] = std::min<int64_t>(ext[reduce_dim], fanout);
   }
 
+  const std::string combine =
+      reduce_dim >= 0 ? op.combine_fn(op.dims[reduce_dim], instr.attrs) : std::string();
   // Chunks per dim, then children in row-major order over the dims (last dim fastest).
   std::vector<std::vector<int64_t>> cb(ext.size()), cl(ext.size());
   for (size_t d = 0; d < ext.size(); ++d) balanced_chunks(ext[d], parts[d], cb[d], cl[d]);
   std::vector<size_t> idx(ext.size(), 0);
-  const int out_index = static_cast<int>(op.operands.size()) - 1;
-  FRACSIM_ASSERT(op.operands[out_index].role == OperandRole::out,
-                 "op {}: the last operand must be the output", op.name);
   uint64_t scratch = scratch_base;
   while (true) {
     PieceRange r;
@@ -118,21 +164,19 @@ ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& i
       if (!dd.accumulate_attr.empty())
         child.attrs[op.attr_index(dd.accumulate_attr)] =
             idx[reduce_dim] == 0 ? instr.attrs[op.attr_index(dd.accumulate_attr)] : 0;
-      if (idx[reduce_dim] > 0) {
-        TensorRef& out = child.operands[out_index];
-        out = out.packed_at(scratch);
-        scratch = align_up(scratch + out.stored_bytes(), kTileAlign);
-        const OpDef& elt = ops.get("eltwise");
-        Instruction red_in;
-        red_in.opcode = elt.opcode;
-        const TensorRef& dst = instr.operands[out_index];
-        FRACSIM_ASSERT(dst.rank() == 2, "op {}: LFU reduction needs a rank-2 output", op.name);
-        red_in.operands = {dst, out, dst};
-        red_in.attrs.assign(elt.attributes.size(), 0);
-        const AttrDef& fn = elt.attributes[elt.attr_index("fn")];
-        red_in.attrs[elt.attr_index("fn")] =
-            std::find(fn.values.begin(), fn.values.end(), dd.combine) - fn.values.begin();
-        split.reductions.push_back(red_in);
+      // Merge: every child sorts its own slice of the output; the runs are merged below.
+      if (idx[reduce_dim] > 0 && combine != "merge") {
+        std::vector<TensorRef> partials;
+        for (size_t o = 0; o < op.operands.size(); ++o) {
+          if (op.operands[o].role != OperandRole::out) continue;
+          TensorRef& out = child.operands[o];
+          out = out.packed_at(scratch);
+          scratch = align_up(scratch + out.stored_bytes(), kTileAlign);
+          partials.push_back(out);
+          if (combine != "self")
+            split.reductions.push_back(lfu_combine(ops, combine, instr.operands[o], out));
+        }
+        if (combine == "self") split.reductions.push_back(self_combine(op, instr, partials));
       }
     }
     split.children.push_back(std::move(child));
@@ -143,6 +187,8 @@ ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& i
     }
     if (d < 0) break;
   }
+  if (combine == "merge")
+    split.reductions.push_back(merge_runs(op, ops, instr, parts[reduce_dim]));
   split.scratch_bytes = scratch - scratch_base;
   return split;
 }

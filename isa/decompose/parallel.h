@@ -4,8 +4,9 @@
 // Rule: split parallel dims only, choosing the number of parts per dim that minimises the
 // largest child's work (ties: fewer bytes moved, then fewer children). Only when no parallel dim
 // can be split (all extents 1) does it split the largest reduce dim: child 0 writes the output,
-// each other child writes a dense partial into scratch, and the LFU folds partial r into the
-// output with the dim's combining eltwise fn, in order r = 1, 2, ...
+// each other child writes dense partials into scratch, and the LFU folds partial r into the
+// output, in order r = 1, 2, ..., with the dim's combining eltwise fn or the op itself ("self");
+// for a "merge" dim each child sorts its slice of the output and the LFU merges the runs.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,20 @@ struct ParallelSplit {
   std::vector<Instruction> reductions;  // eltwise instructions for the LFU, in order
   uint64_t scratch_bytes = 0;           // partial-result space used from scratch_base
 };
+
+// The LFU instruction out = fn(out, partial): an eltwise, the tensors seen at eltwise's rank.
+Instruction lfu_combine(const OpTable& ops, const std::string& fn, const TensorRef& out,
+                        const TensorRef& partial);
+
+// The LFU instruction that folds partial outputs into the output by running the op again with
+// accumulate set, the partials as its inputs ("reduce: self").
+Instruction self_combine(const OpDef& op, const Instruction& instr,
+                         const std::vector<TensorRef>& partials);
+
+// The `merge` instruction that merges `runs` sorted runs (balanced chunks along the merged dim)
+// of the op's output in place ("reduce: merge").
+Instruction merge_runs(const OpDef& op, const OpTable& ops, const Instruction& instr,
+                       int64_t runs);
 
 ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& instr, int fanout,
                        uint64_t scratch_base);

@@ -1,5 +1,7 @@
 #include "isa/decompose/piece.h"
 
+#include <algorithm>
+
 #include "isa/error.h"
 
 namespace fracsim::isa {
@@ -12,8 +14,38 @@ std::vector<int64_t> dim_extents(const OpDef& op, const Instruction& instr) {
   return ext;
 }
 
-Instruction slice_instruction(const OpDef& op, const Instruction& instr, const PieceRange& r) {
+Instruction slice_instruction(const OpDef& op, const Instruction& instr, const PieceRange& range) {
   Instruction out = instr;
+  PieceRange r = range;
+  // A window dim follows its output dim: the input rows the piece's windows touch, and the pads
+  // that remain at the piece's edges.
+  const std::vector<int64_t> ext = dim_extents(op, instr);
+  for (size_t d = 0; d < op.dims.size(); ++d) {
+    if (op.dims[d].kind != DimKind::window) continue;
+    const WindowDef& w = op.dims[d].window;
+    auto term = [&](const WindowTerm& t) {
+      if (t.name.empty()) return t.value;
+      int di = op.dim_index(t.name);
+      return di >= 0 ? ext[di] : instr.attrs[op.attr_index(t.name)];
+    };
+    const int64_t K = term(w.kernel), st = term(w.stride), dil = term(w.dilation);
+    const int pb_attr = op.attr_index(w.pad_begin), pe_attr = op.attr_index(w.pad_end);
+    const int of = op.dim_index(w.of);
+    const int64_t b = r.begin[of], l = r.len[of];
+    if (l == 0) {
+      r.begin[d] = 0;
+      r.len[d] = 0;
+      continue;
+    }
+    const int64_t start = b * st - instr.attrs[pb_attr];
+    const int64_t end = (b + l - 1) * st - instr.attrs[pb_attr] + (K - 1) * dil + 1;
+    const int64_t ib = std::clamp<int64_t>(start, 0, ext[d]);
+    const int64_t ie = std::clamp<int64_t>(end, ib, ext[d]);
+    r.begin[d] = ib;
+    r.len[d] = ie - ib;
+    out.attrs[pb_attr] = ib - start;
+    out.attrs[pe_attr] = end - ie;
+  }
   for (size_t o = 0; o < op.operands.size(); ++o)
     for (size_t a = 0; a < op.operands[o].dims.size(); ++a) {
       int d = op.dim_index(op.operands[o].dims[a]);
@@ -23,6 +55,7 @@ Instruction slice_instruction(const OpDef& op, const Instruction& instr, const P
     const DimDef& dd = op.dims[d];
     if (dd.kind == DimKind::reduce && !dd.accumulate_attr.empty() && r.begin[d] > 0)
       out.attrs[op.attr_index(dd.accumulate_attr)] = 1;
+    if (!dd.offset_attr.empty()) out.attrs[op.attr_index(dd.offset_attr)] += r.begin[d];
   }
   return out;
 }

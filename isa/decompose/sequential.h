@@ -28,9 +28,24 @@ struct NodeBudget {
 uint64_t piece_footprint(const OpDef& op, const OpTable& ops, const Instruction& piece,
                          int fanout);
 
+// The largest footprint of the pieces that tiling the instruction's dims by `tile` (a length
+// per dim; window dims ignored) gives, wherever they lie (window halos at their widest).
+uint64_t tiling_footprint(const OpDef& op, const OpTable& ops, const Instruction& instr,
+                          const std::vector<int64_t>& tile, int fanout);
+
+struct SequentialPlan {
+  std::vector<Instruction> pieces;
+  // LFU work the node streams over its parent's memory after the pieces (the merge of sorted
+  // runs when a "reduce: merge" dim was split serially). Its operands are parent views.
+  std::vector<Instruction> finalize;
+};
+
+SequentialPlan plan_sequential(const OpDef& op, const OpTable& ops, const Instruction& instr,
+                               const NodeBudget& budget);
+
 // Throws ConfigError naming budget.where, the op and its largest operand when even a piece of
 // extent 1 in every splittable dim does not fit.
 std::vector<Instruction> sequential(const OpDef& op, const OpTable& ops, const Instruction& instr,
-                                    const NodeBudget& budget);
+                                    const NodeBudget& budget);  // plan_sequential(...).pieces
 
 }  // namespace fracsim::isa

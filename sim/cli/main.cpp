@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
@@ -15,10 +17,13 @@
 #include "isa/assembly.h"
 #include "isa/encoding.h"
 #include "isa/error.h"
+#include "sim/cli/isa_command.h"
 #include "sim/cli/program_io.h"
 #include "sim/machine.h"
 #include "sim/machine_spec.h"
+#include "sim/node.h"
 #include "sim/report.h"
+#include "sim/trace.h"
 #include "sim/units.h"
 
 namespace po = boost::program_options;
@@ -29,9 +34,11 @@ namespace {
 constexpr const char* kUsage = R"(usage: fracsim COMMAND [ARGS]
 
 commands:
-  run -m CONFIG -w PROGRAM [--mode functional|timing] [--out DIR]
+  run -m CONFIG -w PROGRAM [--mode functional|timing] [--out DIR] [--no-fold] [--trace FILE]
                       run a workload (.yaml), binary (.fbin) or assembly (.fasm) on a machine;
-                      writes DIR/stats.json (default results/runs/PROGRAM-MACHINE-MODE)
+                      writes DIR/stats.json (default results/runs/PROGRAM-MACHINE-MODE);
+                      --no-fold simulates every node of a timing run (same results, slower);
+                      --trace writes a Chrome/Perfetto trace-event timeline of the stages
   compile WORKLOAD -o X.fbin [--asm X.fasm]
                       compile a workload to a binary program (and its assembly)
   asm IN.fasm|- -o OUT.fbin
@@ -39,6 +46,8 @@ commands:
   disasm IN.fbin [-o OUT.fasm]
                       disassemble a binary program (to standard output by default)
   config check CONFIG check a machine config and print its shape
+  isa list            one line per op of the instruction set
+  isa doc [-o FILE]   the op reference in Markdown (isa/README.md is its output)
   help                this text
 )";
 
@@ -57,12 +66,14 @@ po::variables_map parse(const std::string& command, const std::vector<std::strin
 
 int cmd_run(const std::vector<std::string>& args) {
   po::options_description opts;
-  std::string config, workload, mode_text, out_dir;
+  std::string config, workload, mode_text, out_dir, trace_path;
   opts.add_options()("machine,m", po::value(&config)->required(), "machine config")(
       "workload,w", po::value(&workload)->required(), "program")(
       "mode", po::value(&mode_text)->default_value("timing"), "functional or timing")(
-      "out", po::value(&out_dir), "output directory");
-  parse("run", args, opts, {});
+      "out", po::value(&out_dir), "output directory")(
+      "no-fold", po::bool_switch(), "simulate every node")(
+      "trace", po::value(&trace_path), "trace-event JSON to write");
+  const po::variables_map vm = parse("run", args, opts, {});
   sim::Mode mode;
   if (mode_text == "functional") mode = sim::Mode::functional;
   else if (mode_text == "timing") mode = sim::Mode::timing;
@@ -74,9 +85,34 @@ int cmd_run(const std::vector<std::string>& args) {
   if (out_dir.empty())
     out_dir = fmt::format("results/runs/{}-{}-{}", program.name, spec.name, mode_text);
 
+  sim::SimOptions options;
+  options.fold = !vm["no-fold"].as<bool>();
+  sim::TraceRecorder trace;
+  if (!trace_path.empty()) options.trace = &trace;
+  // Progress of long runs, on a terminal only, at most a few times a second.
   const auto t0 = std::chrono::steady_clock::now();
-  const sim::RunResult run = sim::simulate(spec, ops, program, mode);
+  auto last = t0;
+  bool shown = false;
+  if (isatty(STDERR_FILENO))
+    options.progress = [&](const sim::Progress& p) {
+      const auto now = std::chrono::steady_clock::now();
+      if (p.done < p.total && now - last < std::chrono::milliseconds(200)) return;
+      last = now;
+      shown = true;
+      std::cerr << fmt::format("\r  {} / {} instructions, {:.3f} us simulated", p.done, p.total,
+                               static_cast<double>(p.picoseconds) * 1e-6)
+                << std::flush;
+    };
+  sim::RunResult run;
+  try {
+    run = sim::simulate(spec, ops, program, mode, options);
+  } catch (...) {
+    if (shown) std::cerr << "\n";
+    throw;
+  }
+  if (shown) std::cerr << "\r\033[K" << std::flush;
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!trace_path.empty()) cli::write_file_atomically(trace_path, trace.json());
   std::vector<sim::OutputCheck> outputs;
   if (mode == sim::Mode::functional) outputs = sim::check_outputs(program, ops, run.memory);
 
@@ -180,6 +216,7 @@ int dispatch(int argc, char** argv) {
   if (command == "asm") return cmd_asm(args);
   if (command == "disasm") return cmd_disasm(args);
   if (command == "config") return cmd_config(args);
+  if (command == "isa") return cli::cmd_isa(args);
   if (command == "help" || command == "--help" || command == "-h") {
     std::cout << kUsage;
     return 0;

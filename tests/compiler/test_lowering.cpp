@@ -45,6 +45,9 @@ Instruction instr(const std::string& op, std::vector<TensorRef> operands,
   return Instruction{ops().get(op).opcode, std::move(operands), std::move(attrs)};
 }
 
+// activation's attributes for relu: fn relu (0), the default alpha 0.01, frac_bits 0.
+const std::vector<int64_t> kRelu = {0, fracsim::isa::real_to_attr(0.01), 0};
+
 DataSegment random_segment(uint64_t address, DType dtype, uint64_t count, uint64_t seed, double lo,
                            double hi) {
   DataSegment d;
@@ -144,17 +147,22 @@ TEST_CASE("tiny dense + relu: the exact program") {
   CHECK(c.plan.at("fc").last == 2);
   CHECK(c.plan.at("act").first == 0);
   CHECK(c.plan.at("act").last == 2);
+  // Matrices are a batch of one for matmul, and seen with four leading dims of extent 1 by the
+  // rank-6 eltwise and activation; every added dim has stride 0.
   std::vector<Instruction> expect = {
       instr("matmul",
-            {ref(x, DType::f32, {2, 3}, {3, 1}), ref(w, DType::f32, {3, 4}, {4, 1}),
-             ref(fc, DType::f32, {2, 4}, {4, 1})},
+            {ref(x, DType::f32, {1, 2, 3}, {0, 3, 1}), ref(w, DType::f32, {1, 3, 4}, {0, 4, 1}),
+             ref(fc, DType::f32, {1, 2, 4}, {0, 4, 1})},
             {0}),
       instr("eltwise",
-            {ref(fc, DType::f32, {2, 4}, {4, 1}), ref(b, DType::f32, {2, 4}, {0, 1}),
-             ref(fc, DType::f32, {2, 4}, {4, 1})},
+            {ref(fc, DType::f32, {1, 1, 1, 1, 2, 4}, {0, 0, 0, 0, 4, 1}),
+             ref(b, DType::f32, {1, 1, 1, 1, 2, 4}, {0, 0, 0, 0, 0, 1}),
+             ref(fc, DType::f32, {1, 1, 1, 1, 2, 4}, {0, 0, 0, 0, 4, 1})},
             {0}),
       instr("activation",
-            {ref(fc, DType::f32, {2, 4}, {4, 1}), ref(act, DType::f32, {2, 4}, {4, 1})}, {0}),
+            {ref(fc, DType::f32, {1, 1, 1, 1, 2, 4}, {0, 0, 0, 0, 4, 1}),
+             ref(act, DType::f32, {1, 1, 1, 1, 2, 4}, {0, 0, 0, 0, 4, 1})},
+            kRelu),
   };
   REQUIRE(p.instructions.size() == expect.size());
   for (size_t i = 0; i < expect.size(); ++i) {
@@ -219,18 +227,25 @@ TEST_CASE("add with a broadcast row, rank-1 and rank-3 relu, integer matmul: ope
   // r 96 B -> 320, r1 16 B -> 448, mm 140 B (i32) -> 512, ending at 652; then s -> 704.
   const uint64_t a = 0, row = 128, pa = 192, qa = 256, r = 320, r1 = 448, mm = 512, s = 704;
   CHECK(p.footprint == 832);
+  // [2,3,4] is seen as the matrix [6,4] and the row [4] as [1,4], then with leading dims of
+  // extent 1 and stride 0 up to the op's rank.
   std::vector<Instruction> expect = {
       instr("eltwise",
-            {ref(a, DType::f32, {6, 4}, {4, 1}), ref(row, DType::f32, {6, 4}, {0, 1}),
-             ref(s, DType::f32, {6, 4}, {4, 1})},
-            {0}),
-      instr("activation", {ref(s, DType::f32, {6, 4}, {4, 1}), ref(r, DType::f32, {6, 4}, {4, 1})},
+            {ref(a, DType::f32, {1, 1, 1, 1, 6, 4}, {0, 0, 0, 0, 4, 1}),
+             ref(row, DType::f32, {1, 1, 1, 1, 6, 4}, {0, 0, 0, 0, 0, 1}),
+             ref(s, DType::f32, {1, 1, 1, 1, 6, 4}, {0, 0, 0, 0, 4, 1})},
             {0}),
       instr("activation",
-            {ref(row, DType::f32, {1, 4}, {4, 1}), ref(r1, DType::f32, {1, 4}, {4, 1})}, {0}),
+            {ref(s, DType::f32, {1, 1, 1, 1, 6, 4}, {0, 0, 0, 0, 4, 1}),
+             ref(r, DType::f32, {1, 1, 1, 1, 6, 4}, {0, 0, 0, 0, 4, 1})},
+            kRelu),
+      instr("activation",
+            {ref(row, DType::f32, {1, 1, 1, 1, 1, 4}, {0, 0, 0, 0, 4, 1}),
+             ref(r1, DType::f32, {1, 1, 1, 1, 1, 4}, {0, 0, 0, 0, 4, 1})},
+            kRelu),
       instr("matmul",
-            {ref(pa, DType::i8, {5, 6}, {6, 1}), ref(qa, DType::i8, {6, 7}, {7, 1}),
-             ref(mm, DType::i32, {5, 7}, {7, 1})},
+            {ref(pa, DType::i8, {1, 5, 6}, {0, 6, 1}), ref(qa, DType::i8, {1, 6, 7}, {0, 7, 1}),
+             ref(mm, DType::i32, {1, 5, 7}, {0, 7, 1})},
             {0}),
   };
   REQUIRE(p.instructions.size() == expect.size());
@@ -293,9 +308,9 @@ TEST_CASE("mlp: liveness reuse, exact footprint, no overlap of live tensors") {
   // The third matmul reads relu2 and the [1024,10] weight and writes the output.
   CHECK(p.instructions[6] ==
         instr("matmul",
-              {ref(7658048 + 262144, DType::f32, {64, 1024}, {1024, 1}),
-               ref(c.plan.at("fc3.weight").address, DType::f32, {1024, 10}, {10, 1}),
-               ref(7655488, DType::f32, {64, 10}, {10, 1})},
+              {ref(7658048 + 262144, DType::f32, {1, 64, 1024}, {0, 1024, 1}),
+               ref(c.plan.at("fc3.weight").address, DType::f32, {1, 1024, 10}, {0, 10, 1}),
+               ref(7655488, DType::f32, {1, 64, 10}, {0, 10, 1})},
               {0}));
   REQUIRE(p.data.size() == 7);
   CHECK(p.data[1].lo == -1.0 / std::sqrt(784.0));

@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <random>
+#include <set>
 
 #include <doctest/doctest.h>
 
@@ -96,6 +98,39 @@ std::vector<uint8_t> with_bytes(std::vector<uint8_t> b, size_t at, std::vector<u
   return reseal(b);
 }
 
+// Awkward values of a real attribute: signed zero, the smallest subnormal, the largest
+// subnormal, huge, not exact in binary, infinities, the largest finite.
+const std::vector<double> kRealValues = {-0.0,
+                                         5e-324,
+                                         2.2250738585072009e-308,
+                                         1e300,
+                                         0.1,
+                                         -2.5e-8,
+                                         -std::numeric_limits<double>::infinity(),
+                                         std::numeric_limits<double>::infinity(),
+                                         std::numeric_limits<double>::max()};
+const std::vector<int64_t> kIntValues = {-7, 0, std::numeric_limits<int64_t>::min(),
+                                         std::numeric_limits<int64_t>::max()};
+
+// The values the feature program gives an attribute besides its default: every value of an enum
+// or a bool, the awkward values above for ints and reals.
+std::vector<int64_t> attr_variants(const AttrDef& ad) {
+  std::vector<int64_t> values;
+  switch (ad.type) {
+    case AttrType::boolean:
+      return {0, 1};
+    case AttrType::enumeration:
+      for (size_t v = 0; v < ad.values.size(); ++v) values.push_back(static_cast<int64_t>(v));
+      return values;
+    case AttrType::real:
+      for (double d : kRealValues) values.push_back(real_to_attr(d));
+      return values;
+    case AttrType::integer:
+      return kIntValues;
+  }
+  return values;
+}
+
 // Every feature of the formats: each op of `ops` with each value of each attribute, every dtype,
 // stride-0 dims, both segment kinds with awkward doubles, every role, names that need quoting.
 Program feature_program(const OpTable& ops, const std::string& name) {
@@ -118,14 +153,7 @@ Program feature_program(const OpTable& ops, const std::string& name) {
     for (const AttrDef& a : op.attributes) defaults.push_back(a.default_value);
     std::vector<std::vector<int64_t>> variants = {defaults};
     for (size_t a = 0; a < op.attributes.size(); ++a) {
-      const AttrDef& ad = op.attributes[a];
-      std::vector<int64_t> values = {-7, 0, std::numeric_limits<int64_t>::min()};
-      if (ad.type == AttrType::boolean) values = {0, 1};
-      if (ad.type == AttrType::enumeration) {
-        values.clear();
-        for (size_t v = 0; v < ad.values.size(); ++v) values.push_back(static_cast<int64_t>(v));
-      }
-      for (int64_t v : values) {
+      for (int64_t v : attr_variants(op.attributes[a])) {
         variants.push_back(defaults);
         variants.back()[a] = v;
       }
@@ -177,7 +205,8 @@ Program feature_program(const OpTable& ops, const std::string& name) {
   return p;
 }
 
-// An op with an int attribute and a rank-0 operand, which the built-in ops lack.
+// An op of its own, independent of the built-in set: a rank-0 operand, and an attribute of each
+// of the int, bool and enum types.
 const OpTable& test_ops() {
   static const OpTable table = [] {
     OpTable t;
@@ -220,6 +249,40 @@ TEST_CASE("encoding: binary round trip of every feature") {
     CHECK(std::signbit(back.data.at(p.data.size() - 3).lo));  // -0.0 kept, not just == 0
     CHECK(encode_program(back) == bytes);
   }
+}
+
+// The generator above reaches every value that matters of every attribute of every built-in op,
+// whatever ops isa/ops/ holds: checked here against the op table, not against the generator.
+TEST_CASE("encoding: the feature program covers every attribute value of every built-in op") {
+  const OpTable& ops = OpTable::builtin();
+  const Program p = feature_program(ops, "features");
+  std::map<std::pair<uint16_t, size_t>, std::set<int64_t>> seen;
+  for (const Instruction& in : p.instructions)
+    for (size_t a = 0; a < in.attrs.size(); ++a) seen[{in.opcode, a}].insert(in.attrs[a]);
+  int real_attrs = 0;
+  for (const OpDef& op : ops.ops())
+    for (size_t a = 0; a < op.attributes.size(); ++a) {
+      const AttrDef& ad = op.attributes[a];
+      INFO(op.name, ".", ad.name);
+      const std::set<int64_t>& s = seen[{op.opcode, a}];
+      std::set<int64_t> want;
+      if (ad.type == AttrType::boolean) want = {0, 1};
+      if (ad.type == AttrType::enumeration)
+        for (size_t v = 0; v < ad.values.size(); ++v) want.insert(static_cast<int64_t>(v));
+      if (ad.type == AttrType::integer)
+        want = {-7, 0, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
+                ad.default_value};
+      if (ad.type == AttrType::real) {
+        ++real_attrs;
+        // -0.0 and +0.0 are different bit patterns; both must survive.
+        for (double d : {-0.0, 5e-324, 1e300, 0.1, attr_to_real(ad.default_value)})
+          want.insert(real_to_attr(d));
+        for (int64_t bits : s) CHECK_FALSE(std::isnan(attr_to_real(bits)));  // NaN is not valid
+      }
+      CHECK(s.size() >= want.size());
+      for (int64_t v : want) CHECK(s.count(v) == 1);
+    }
+  CHECK(real_attrs >= 1);  // activation's alpha at least
 }
 
 TEST_CASE("encoding: decode rejects malformed files with exact messages") {
@@ -339,11 +402,21 @@ TEST_CASE("assembly: exact text of a program") {
   Program p = tiny_program();
   p.name = "tiny net";
   const OpDef& elt = OpTable::builtin().get("eltwise");
-  p.instructions = {
-      {elt.opcode,
-       {tensor(0x10, DType::i8, {2, 3}, {0, 1}), tensor(0x10, DType::i8, {2, 3}, {3, 1}),
-        tensor(0x0, DType::i8, {2, 3}, {3, 1})},
-       {2}}};
+  const OpDef& act = OpTable::builtin().get("activation");
+  const Shape s6 = {1, 1, 1, 1, 2, 3};
+  p.instructions = {{elt.opcode,
+                     {tensor(0x10, DType::i8, s6, {0, 0, 0, 0, 0, 1}),
+                      tensor(0x10, DType::i8, s6, {0, 0, 0, 0, 3, 1}),
+                      tensor(0x0, DType::i8, s6, {0, 0, 0, 0, 3, 1})},
+                     {4}},
+                    {act.opcode,
+                     {tensor(0x0, DType::i8, s6, {0, 0, 0, 0, 3, 1}),
+                      tensor(0x0, DType::i8, s6, {0, 0, 0, 0, 3, 1})},
+                     {1, real_to_attr(0.1), 3}},
+                    {act.opcode,
+                     {tensor(0x0, DType::i8, s6, {0, 0, 0, 0, 3, 1}),
+                      tensor(0x0, DType::i8, s6, {0, 0, 0, 0, 3, 1})},
+                     {0, real_to_attr(-0.0), -1}}};
   const std::string text =
       "; fracsim assembly, format 1\n"
       ".program \"tiny net\"\n"
@@ -351,16 +424,29 @@ TEST_CASE("assembly: exact text of a program") {
       ".symbol output y i8@0x10[3:1]\n"
       ".data bytes 0x20 i16 1 3412\n"
       ".data random 0x30 f32 2 seed=7 lo=-1 hi=2.5\n"
-      "eltwise a=i8@0x10[2,3:0,1] b=i8@0x10[2,3:3,1] out=i8@0x0[2,3:3,1] fn=max\n";
+      "eltwise a=i8@0x10[1,1,1,1,2,3:0,0,0,0,0,1] b=i8@0x10[1,1,1,1,2,3:0,0,0,0,3,1] "
+      "out=i8@0x0[1,1,1,1,2,3:0,0,0,0,3,1] fn=max\n"
+      "activation in=i8@0x0[1,1,1,1,2,3:0,0,0,0,3,1] out=i8@0x0[1,1,1,1,2,3:0,0,0,0,3,1] "
+      "fn=leaky_relu alpha=0.1 frac_bits=3\n"
+      "activation in=i8@0x0[1,1,1,1,2,3:0,0,0,0,3,1] out=i8@0x0[1,1,1,1,2,3:0,0,0,0,3,1] "
+      "fn=relu alpha=-0 frac_bits=-1\n";
   CHECK(disassemble(p, OpTable::builtin()) == text);
   CHECK(assemble(text, "t.fasm", OpTable::builtin()) == p);
-  // Comments, blank lines, CRLF, any operand order and tabs read the same.
+  // Comments, blank lines, CRLF, any operand order, tabs and any spelling of a real read the same.
   const std::string loose =
       "; hand written\r\n\r\n.footprint 64 ; bytes\r\n.program \"tiny net\"\r\n"
       ".symbol output y i8@0x10[3:1]\n.data bytes 0x20 i16 1 3412\n"
       ".data random 0x30 f32 2 seed=7 lo=-1.0 hi=25e-1\n"
-      "  eltwise\tfn=max out=i8@0x0[2,3:3,1] b=i8@0x10[2,3:3,1] a=i8@0x10[2,3:0,1];done\n";
+      "  eltwise\tfn=max out=i8@0x0[1,1,1,1,2,3:0,0,0,0,3,1] b=i8@0x10[1,1,1,1,2,3:0,0,0,0,3,1] "
+      "a=i8@0x10[1,1,1,1,2,3:0,0,0,0,0,1];done\n"
+      "activation frac_bits=3 alpha=1.0e-1 fn=leaky_relu out=i8@0x0[1,1,1,1,2,3:0,0,0,0,3,1] "
+      "in=i8@0x0[1,1,1,1,2,3:0,0,0,0,3,1]\r\n"
+      "activation in=i8@0x0[1,1,1,1,2,3:0,0,0,0,3,1] out=i8@0x0[1,1,1,1,2,3:0,0,0,0,3,1] "
+      "fn=relu alpha=-0.000e7 frac_bits=-1\n";
   CHECK(assemble(loose, "t.fasm", OpTable::builtin()) == p);
+  // -0 stays -0 (an attribute compares by its bits, so == above already tells it from +0).
+  CHECK(std::signbit(
+      attr_to_real(assemble(loose, "t.fasm", OpTable::builtin()).instructions[2].attrs[1])));
 }
 
 TEST_CASE("assembly: text round trip is byte-identical for every feature") {
@@ -374,6 +460,17 @@ TEST_CASE("assembly: text round trip is byte-identical for every feature") {
       CHECK(disassemble(back, *ops) == text);
     }
   }
+  // Reals print as the shortest decimal that reads back to the same bits.
+  const std::string builtin =
+      disassemble(feature_program(OpTable::builtin(), "b"), OpTable::builtin());
+  for (const char* alpha : {" alpha=-0 ", " alpha=5e-324 ", " alpha=2.225073858507201e-308 ",
+                            " alpha=1e+300 ", " alpha=0.1 ", " alpha=-2.5e-08 ", " alpha=-inf ",
+                            " alpha=inf ", " alpha=1.7976931348623157e+308 ", " alpha=0.01 "}) {
+    INFO(std::string(alpha));
+    CHECK(builtin.find(std::string(" fn=relu") + alpha + "frac_bits=0\n") != std::string::npos);
+  }
+  CHECK(builtin.find(" fn=gelu alpha=0.01 frac_bits=0\n") != std::string::npos);
+  CHECK(builtin.find(" fn=relu alpha=0.01 frac_bits=9223372036854775807\n") != std::string::npos);
   const std::string text = disassemble(feature_program(test_ops(), "s"), test_ops());
   CHECK(text.find(" s=f16@0x40[:] x=") != std::string::npos);  // rank 0
   CHECK(text.find(" shift=-9223372036854775808 saturate=1 mode=zero\n") != std::string::npos);
@@ -385,10 +482,11 @@ TEST_CASE("assembly: text round trip is byte-identical for every feature") {
 
 TEST_CASE("assembly: disassemble rejects what the text cannot carry back") {
   Program p = tiny_program();
+  p.instructions[0].opcode = 0x7777;  // no op has it
   CHECK(config_error_of([&] { disassemble(p, OpTable::builtin()); }) ==
-        "program 't': instruction 0: unknown opcode 0x102");
+        "program 't': instruction 0: unknown opcode 0x7777");
   const OpDef& mm = OpTable::builtin().get("matmul");
-  const TensorRef m = tensor(0, DType::f32, {2, 2}, {2, 1});
+  const TensorRef m = tensor(0, DType::f32, {1, 2, 2}, {0, 2, 1});
   p.instructions = {{mm.opcode, {m, m, m}, {2}}};
   CHECK(config_error_of([&] { disassemble(p, OpTable::builtin()); }) ==
         "program 't': instruction 0 (matmul): attribute accumulate has an invalid value 2");
@@ -396,6 +494,18 @@ TEST_CASE("assembly: disassemble rejects what the text cannot carry back") {
   CHECK(config_error_of([&] { disassemble(p, OpTable::builtin()); }) ==
         "program 't': instruction 0 (matmul): 2 operands and 1 attributes, but the op declares 3 "
         "and 1");
+  const TensorRef m2 = tensor(0, DType::f32, {2, 2}, {2, 1});
+  p.instructions = {{mm.opcode, {m2, m2, m2}, {0}}};
+  CHECK(config_error_of([&] { disassemble(p, OpTable::builtin()); }) ==
+        "program 't': instruction 0 (matmul): operand a has rank 2, but the op declares 3 dims");
+  // A NaN real would not read back as the same bits (and means nothing as a slope).
+  const OpDef& act = OpTable::builtin().get("activation");
+  const TensorRef v = tensor(0, DType::f32, {1, 1, 1, 1, 1, 4}, {0, 0, 0, 0, 0, 1});
+  p.instructions = {{act.opcode, {v, v}, {1, real_to_attr(std::nan("")), 0}}};
+  CHECK(config_error_of([&] { disassemble(p, OpTable::builtin()); }) ==
+        "program 't': instruction 0 (activation): attribute alpha has an invalid value " +
+            std::to_string(real_to_attr(std::nan(""))));
+  CHECK(real_to_attr(std::nan("")) == 0x7ff8000000000000);
   p.instructions.clear();
   p.data[1].hi = std::nan("");
   CHECK(config_error_of([&] { disassemble(p, OpTable::builtin()); }) ==
@@ -403,12 +513,26 @@ TEST_CASE("assembly: disassemble rejects what the text cannot carry back") {
 }
 
 TEST_CASE("assembly: every error names the line and token") {
-  const std::string t22 = "f32@0x0[2,2:2,1]";
+  const std::string t22 = "f32@0x0[1,1,1,1,2,2:0,0,0,0,2,1]";  // rank 6, as eltwise's operands
   const std::string elt = "eltwise a=" + t22 + " b=" + t22 + " out=" + t22;
+  const std::string m22 = "f32@0x0[1,2,2:0,2,1]";  // rank 3, as matmul's
+  const std::string act = "activation in=" + t22 + " out=" + t22 + " fn=leaky_relu frac_bits=0";
   auto err = [](const std::string& body, const OpTable& ops = OpTable::builtin()) {
     return config_error_of([&] { assemble(".program p\n.footprint 64\n" + body, "t.fasm", ops); });
   };
   CHECK(err(elt + " fn=add") == "(no ConfigError)");
+  CHECK(err(elt + " fn=min") == "(no ConfigError)");
+  CHECK(err(act + " alpha=0.5") == "(no ConfigError)");
+  CHECK(err(act + " alpha=nan") ==
+        "t.fasm:3: activation: attribute alpha: expected a real number, got 'nan'");
+  CHECK(err(act + " alpha=0x1p-3") ==
+        "t.fasm:3: activation: attribute alpha: expected a real number, got '0x1p-3'");
+  CHECK(err(act + " alpha=1e400") ==
+        "t.fasm:3: activation: attribute alpha: expected a real number, got '1e400'");
+  CHECK(err(act + " alpha=") ==
+        "t.fasm:3: activation: attribute alpha: expected a real number, got ''");
+  CHECK(err("activation in=" + t22 + " out=" + t22 + " fn=relu alpha=1 frac_bits=0.5") ==
+        "t.fasm:3: activation: attribute frac_bits: expected an integer, got '0.5'");
   CHECK(err("matmull a=" + t22) == "t.fasm:3: unknown op 'matmull'");
   CHECK(err(elt + " fn=add c=" + t22) == "t.fasm:3: eltwise: unknown operand or attribute 'c'");
   CHECK(err("eltwise a=" + t22 + " out=" + t22 + " fn=add") ==
@@ -416,8 +540,8 @@ TEST_CASE("assembly: every error names the line and token") {
   CHECK(err(elt) == "t.fasm:3: eltwise: missing attribute 'fn' (assembly does not apply defaults)");
   CHECK(err(elt + " a=" + t22 + " fn=add") == "t.fasm:3: eltwise: operand 'a' is given twice");
   CHECK(err(elt + " fn=add fn=mul") == "t.fasm:3: eltwise: attribute 'fn' is given twice");
-  CHECK(err(elt + " fn=sub") ==
-        "t.fasm:3: eltwise: attribute fn: 'sub' is not one of add, mul, max");
+  CHECK(err(elt + " fn=pow") ==
+        "t.fasm:3: eltwise: attribute fn: 'pow' is not one of add, sub, mul, div, max, min");
   CHECK(err(elt + " fn") == "t.fasm:3: eltwise: expected name=value, got 'fn'");
   CHECK(err(elt + " \"fn\"") == "t.fasm:3: eltwise: unexpected quoted string \"fn\"");
   const std::string bad_tensor = "t.fasm:3: eltwise: operand a: bad tensor ";
@@ -437,8 +561,14 @@ TEST_CASE("assembly: every error names the line and token") {
         bad_tensor +
             "'f32@0x0[1,1,1,1,1,1,1,1,1:1,1,1,1,1,1,1,1,1]': rank 9 exceeds the maximum of 8");
   CHECK(with_a("f32@0x0[4:1]") ==
-        "t.fasm:3: eltwise: operand a: rank 1 in 'f32@0x0[4:1]', but the op declares 2 dims (M,N)");
-  CHECK(err("matmul a=" + t22 + " b=" + t22 + " out=" + t22 + " accumulate=true") ==
+        "t.fasm:3: eltwise: operand a: rank 1 in 'f32@0x0[4:1]', but the op declares 6 dims "
+        "(D0,D1,D2,D3,D4,D5)");
+  CHECK(err("matmul a=f32@0x0[2,2:2,1] b=" + m22 + " out=" + m22 + " accumulate=0") ==
+        "t.fasm:3: matmul: operand a: rank 2 in 'f32@0x0[2,2:2,1]', but the op declares 3 dims "
+        "(B,M,K)");
+  CHECK(err("matmul a=" + m22 + " b=" + m22 + " out=" + m22 + " accumulate=0") ==
+        "(no ConfigError)");
+  CHECK(err("matmul a=" + m22 + " b=" + m22 + " out=" + m22 + " accumulate=true") ==
         "t.fasm:3: matmul: attribute accumulate: expected 0 or 1, got 'true'");
   CHECK(err("scale s=i32@0x0[:] x=i32@0x0[2:1] out=i32@0x0[2:1] shift=1.5 saturate=0 mode=near",
             test_ops()) == "t.fasm:3: scale: attribute shift: expected an integer, got '1.5'");

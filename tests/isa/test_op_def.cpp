@@ -13,13 +13,14 @@ TEST_CASE("the built-in ops load with their dims, operands and formulas") {
   const OpDef& mm = t.get("matmul");
   CHECK(mm.opcode == 1);
   CHECK(mm.unit == "matrix");
-  REQUIRE(mm.dims.size() == 3);
+  REQUIRE(mm.dims.size() == 4);
   CHECK(mm.dim("K").kind == DimKind::reduce);
   CHECK(mm.dim("K").combine == "add");
   CHECK(mm.dim("K").accumulate_attr == "accumulate");
   CHECK(mm.operands[2].read_if == "accumulate");
-  CHECK(mm.work.eval({{"M", 2}, {"N", 3}, {"K", 5}, {"accumulate", 0}}) == 60);
-  CHECK(t.get("eltwise").attributes[0].values == std::vector<std::string>{"add", "mul", "max"});
+  CHECK(mm.work.eval({{"B", 7}, {"M", 2}, {"N", 3}, {"K", 5}, {"accumulate", 0}}) == 420);
+  CHECK(t.get("eltwise").attributes[0].values ==
+        std::vector<std::string>{"add", "sub", "mul", "div", "max", "min"});
   CHECK(t.get("activation").operands.size() == 2);
   CHECK(t.find(uint16_t{3})->name == "activation");
 }

@@ -105,7 +105,11 @@ TEST_CASE("configs/tiny.yaml loads with its exact values") {
   CHECK(core.matrix.rows == 4);
   CHECK(core.matrix.cols == 4);
   CHECK(core.vector.lanes == 8);
+  CHECK(core.sort.width == 4);
+  CHECK(core.matrix.for_dtype(isa::DType::i8).rows == 4);
   CHECK(core.backend == "model");
+  REQUIRE(m.energy.has_value());
+  CHECK(m.energy->source == "inline");
 }
 
 TEST_CASE("tiny.yaml's effective config lists every value and what was defaulted") {
@@ -127,11 +131,34 @@ TEST_CASE("tiny.yaml's effective config lists every value and what was defaulted
        "memory": {"capacity": "64 KiB", "bandwidth": "64 GB/s", "latency": "0 ps", "banks": 1,
                   "defaulted": ["latency", "banks"]},
        "link": {"bandwidth": "16 GB/s", "latency": "10 ns", "defaulted": []},
-       "leaf": {"matrix": {"rows": 4, "cols": 4, "defaulted": []},
+       "leaf": {"matrix": {"rows": 4, "cols": 4, "f32": {"rows": 4, "cols": 4},
+                           "i16": {"rows": 4, "cols": 4}, "i8": {"rows": 4, "cols": 4},
+                           "defaulted": ["f32", "i16", "i8"]},
                 "vector": {"lanes": 8, "defaulted": []},
+                "sort": {"width": 4, "defaulted": []},
                 "backend": "model", "defaulted": []},
        "defaulted": ["clock", "pipeline_depth", "decode_cycles"]}
     ],
+    "energy": {"table": "inline",
+      "mac": {"f32": "4600 fJ", "i16": "900 fJ", "i8": "300 fJ", "defaulted": []},
+      "vector_op": {"f32": "900 fJ", "i32": "100 fJ", "i16": "50 fJ", "i8": "30 fJ",
+                    "defaulted": []},
+      "lfu_op": "900 fJ",
+      "root": {"memory": {"read_per_byte": "162500 fJ", "write_per_byte": "162500 fJ",
+                          "defaulted": []},
+               "leakage": {"memory": "100 mW", "logic": "5 mW", "defaulted": []},
+               "defaulted": []},
+      "levels": {
+        "cluster": {"memory": {"read_per_byte": "9 pJ", "write_per_byte": "9 pJ", "defaulted": []},
+                    "dma_per_byte": "1 pJ",
+                    "leakage": {"memory": "500 uW", "logic": "2 mW", "defaulted": []},
+                    "defaulted": []},
+        "core": {"memory": {"read_per_byte": "3500 fJ", "write_per_byte": "3500 fJ",
+                            "defaulted": []},
+                 "dma_per_byte": "500 fJ",
+                 "leakage": {"memory": "50 uW", "logic": "1 mW", "defaulted": []},
+                 "defaulted": []}},
+      "defaulted": []},
     "defaulted": []
   })");
   CHECK(m.effective.dump(1) == expected.dump(1));
@@ -179,9 +206,15 @@ TEST_CASE("configs/f1.yaml loads with its exact values") {
   CHECK(core.backend == "model");
   // The cores' links together exactly use the chip memory's bandwidth (the stated assumption).
   CHECK(core.link.bandwidth * static_cast<uint64_t>(core.fanout) == chip.memory.bandwidth);
+  CHECK(core.sort.width == 8);
   CHECK(m.effective["levels"][1]["leaf"]["defaulted"] ==
         nlohmann::ordered_json::array({"backend"}));
   CHECK(m.effective["levels"][0]["memory"]["bandwidth"] == "1024 GB/s");
+  REQUIRE(m.energy.has_value());
+  CHECK(m.energy->source == "energy/f1-16nm.yaml");
+  CHECK(m.energy->mac[static_cast<size_t>(isa::DType::f32)] == 1380);
+  CHECK(m.energy->levels.size() == 2);
+  CHECK(m.energy->levels[1].leakage.memory == 62500);
 }
 
 TEST_CASE("the base machine of the error tests is valid") {
@@ -200,7 +233,7 @@ TEST_CASE("an unknown key names the file, line, key and the keys expected there"
         "bad.yaml:5: root.memory.size: unknown key (expected one of: bandwidth, banks, "
         "capacity, latency)");
   CHECK(error_of("extra: 1\n" + kBase) ==
-        "bad.yaml:1: extra: unknown key (expected one of: levels, machine, root)");
+        "bad.yaml:1: extra: unknown key (expected one of: energy, levels, machine, root)");
 }
 
 TEST_CASE("a missing key names the mapping's line and the key path") {
@@ -312,7 +345,54 @@ TEST_CASE("the backend must be a known one") {
         "bad.yaml:19: levels[1].leaf.backend: unknown backend 'x' (expected model)");
   MachineSpec m = parse_machine_spec(kBase + "      backend: model\n", "ok.yaml");
   CHECK(m.levels[1].backend == "model");
-  CHECK(m.effective["levels"][1]["leaf"]["defaulted"] == nlohmann::ordered_json::array());
+  CHECK(m.effective["levels"][1]["leaf"]["defaulted"] == nlohmann::ordered_json::array({"sort"}));
+}
+
+TEST_CASE("the sort unit's width defaults to 8, recorded as defaulted, and is checked") {
+  MachineSpec old = parse_machine_spec(kBase, "ok.yaml");
+  CHECK(old.levels[1].sort.width == 8);
+  CHECK(old.effective["levels"][1]["leaf"]["sort"] == nlohmann::ordered_json({{"width", 8}}));
+  MachineSpec m = parse_machine_spec(kBase + "      sort: {width: 16}\n", "ok.yaml");
+  CHECK(m.levels[1].sort.width == 16);
+  CHECK(error_of(kBase + "      sort: {width: 0}\n") ==
+        "bad.yaml:19: levels[1].leaf.sort.width: must be at least 1, got 0");
+  CHECK(error_of(kBase + "      sort: {}\n") ==
+        "bad.yaml:19: levels[1].leaf.sort.width: missing required key");
+  CHECK(error_of(kBase + "      sort: 8\n") ==
+        "bad.yaml:19: levels[1].leaf.sort: expected a mapping of keys");
+  CHECK(error_of(kBase + "      sort: {lanes: 4}\n") ==
+        "bad.yaml:19: levels[1].leaf.sort.width: missing required key");
+  CHECK(error_of(kBase + "      sort: {width: 4, ways: 2}\n") ==
+        "bad.yaml:19: levels[1].leaf.sort.ways: unknown key (expected one of: width)");
+}
+
+TEST_CASE("the matrix unit may have another size per input dtype, inheriting rows and cols") {
+  MachineSpec m = parse_machine_spec(
+      with("{rows: 4, cols: 4}", "{rows: 4, cols: 4, i8: {rows: 16, cols: 8}, f32: {cols: 2}}"),
+      "ok.yaml");
+  const MatrixUnitSpec& mx = m.levels[1].matrix;
+  CHECK(mx.rows == 4);
+  CHECK(mx.cols == 4);
+  CHECK(mx.for_dtype(isa::DType::i8).rows == 16);
+  CHECK(mx.for_dtype(isa::DType::i8).cols == 8);
+  CHECK(mx.for_dtype(isa::DType::f32).rows == 4);
+  CHECK(mx.for_dtype(isa::DType::f32).cols == 2);
+  CHECK(mx.for_dtype(isa::DType::i16).rows == 4);
+  CHECK(mx.for_dtype(isa::DType::i16).cols == 4);
+  CHECK(mx.for_dtype(isa::DType::i32).rows == 4);  // no matrix op takes i32 inputs
+  const auto& j = m.effective["levels"][1]["leaf"]["matrix"];
+  CHECK(j["f32"].dump() == R"({"rows":4,"cols":2,"defaulted":["rows"]})");
+  CHECK(j["i16"].dump() == R"({"rows":4,"cols":4})");
+  CHECK(j["defaulted"].dump() == R"(["i16"])");
+  CHECK(error_of(with("{rows: 4, cols: 4}", "{rows: 4, cols: 4, i32: {rows: 2}}")) ==
+        "bad.yaml:17: levels[1].leaf.matrix.i32: unknown key (expected one of: cols, f32, i16, "
+        "i8, rows)");
+  CHECK(error_of(with("{rows: 4, cols: 4}", "{rows: 4, cols: 4, i8: {rows: 0}}")) ==
+        "bad.yaml:17: levels[1].leaf.matrix.i8.rows: must be at least 1, got 0");
+  CHECK(error_of(with("{rows: 4, cols: 4}", "{rows: 4, cols: 4, i8: {depth: 2}}")) ==
+        "bad.yaml:17: levels[1].leaf.matrix.i8.depth: unknown key (expected one of: cols, rows)");
+  CHECK(error_of(with("{rows: 4, cols: 4}", "{rows: 4, cols: 4, i8: 8}")) ==
+        "bad.yaml:17: levels[1].leaf.matrix.i8: expected a mapping of keys");
 }
 
 TEST_CASE("level names default to level<i> and must be unique") {

@@ -79,6 +79,24 @@ TEST_CASE("every energy unit parses to exact femtojoules") {
   CHECK(parse("6 uJ", QuantityKind::energy) == 6000000000ULL);
 }
 
+TEST_CASE("every power unit parses to exact nanowatts") {
+  CHECK(parse("7 nW", QuantityKind::power) == 7);
+  CHECK(parse("62.5 uW", QuantityKind::power) == 62500);
+  CHECK(parse("15 mW", QuantityKind::power) == 15000000);
+  CHECK(parse("12.8 W", QuantityKind::power) == 12800000000ULL);
+  CHECK(format_quantity(62500, QuantityKind::power) == "62500 nW");
+  CHECK(format_quantity(15000000, QuantityKind::power) == "15 mW");
+  CHECK(format_quantity(2000000000, QuantityKind::power) == "2 W");
+  CHECK(error_of("5 mJ", QuantityKind::power) ==
+        "f.yaml:3: root.memory.capacity: expected a power such as '15 mW', got '5 mJ'");
+  CHECK(error_of("5 MW", QuantityKind::power) ==
+        "f.yaml:3: root.memory.capacity: expected a power such as '15 mW', got '5 MW'");
+  CHECK(error_of("0.5 nW", QuantityKind::power) ==
+        "f.yaml:3: root.memory.capacity: '0.5 nW' is not a whole number of nanowatts");
+  CHECK(error_of("-1 W", QuantityKind::power) ==
+        "f.yaml:3: root.memory.capacity: must not be negative, got '-1 W'");
+}
+
 TEST_CASE("format_quantity uses the largest unit that divides exactly") {
   CHECK(format_quantity(262144, QuantityKind::bytes) == "256 KiB");
   CHECK(format_quantity(67108864, QuantityKind::bytes) == "64 MiB");
@@ -103,7 +121,7 @@ TEST_CASE("format_quantity uses the largest unit that divides exactly") {
 TEST_CASE("format then parse gives the value back") {
   for (uint64_t v : {1ULL, 999ULL, 1024ULL, 1000ULL, 65536ULL, 123456789ULL, 5000000000000ULL}) {
     for (auto kind : {QuantityKind::bytes, QuantityKind::bandwidth, QuantityKind::frequency,
-                      QuantityKind::time, QuantityKind::energy}) {
+                      QuantityKind::time, QuantityKind::energy, QuantityKind::power}) {
       CAPTURE(v);
       CHECK(parse(format_quantity(v, kind), kind) == v);
     }

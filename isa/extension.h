@@ -1,0 +1,42 @@
+// FRISA extension ops: an op defined in YAML only, by its split rules (dims, as any op) plus a
+// `sequence:` of primitive local instructions that executes one piece (see isa/ops/ext/).
+// Adding one needs no C++: this file parses, validates, expands and executes any of them.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "isa/op_def.h"
+#include "isa/program.h"
+#include "isa/reference.h"
+
+namespace fracsim {
+class YamlMap;
+}
+
+namespace fracsim::isa {
+
+// Reads `temporaries:` and `sequence:` of an extension op whose dims, operands and attributes
+// are parsed; primitives are looked up in `table`. Every mistake (unknown primitive, unknown
+// tensor or dim in a view, a dim never bound, a view that drops a dim, a parallel dim that a
+// step reduces over, a step that writes an input) is a ConfigError naming file, line and op.
+void parse_sequence(OpDef& op, YamlMap& m, const OpTable& table);
+
+// A piece's primitive instructions, over a private arena that holds the extension op's operands
+// (dense, in operand order) and then its temporaries.
+struct Expansion {
+  std::vector<TensorRef> operands;     // arena views of the extension op's operands
+  std::vector<TensorRef> temporaries;  // arena views of its temporaries
+  std::vector<Instruction> steps;      // one per sequence step
+  uint64_t arena_bytes = 0;
+};
+
+Expansion expand_sequence(const OpDef& op, const Instruction& instr);
+
+// Bytes of the temporaries of one piece (local memory the piece needs beyond its operands).
+uint64_t temporaries_bytes(const OpDef& op, const Instruction& instr);
+
+// Runs the sequence on `instr`, whose operands lie in `mem`.
+void execute_extension(const OpDef& op, const Instruction& instr, MemoryView mem);
+
+}  // namespace fracsim::isa

@@ -1,0 +1,145 @@
+// Reference semantics of the element-wise ops: eltwise (binary, broadcasting through stride 0)
+// and activation.
+//
+// Integer rules: add, sub and mul wrap around in i32 (the accumulator type) and saturate in i8
+// and i16; div truncates toward zero and
+// saturates (x / 0 is the dtype's max for x > 0, its min for x < 0, and 0 for 0); max and min are
+// exact. Activations on integers read the input as fixed point with `frac_bits` fraction bits:
+// out = saturate(round_half_even(f(x / 2^frac_bits) * 2^frac_bits)). Float activations other
+// than relu and leaky_relu are computed in double precision and rounded once to f32.
+#include "isa/semantics/semantics.h"
+
+namespace fracsim::isa::semantics {
+namespace {
+
+template <typename T>
+T binary(const std::string& fn, T x, T y) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (fn == "add") return x + y;
+    if (fn == "sub") return x - y;
+    if (fn == "mul") return x * y;
+    if (fn == "div") return x / y;
+    // NaN propagates from either side, so that partial maxima combine like the whole.
+    if (fn == "max") return x > y || std::isnan(x) ? x : y;
+    if (fn == "min") return x < y || std::isnan(x) ? x : y;
+  } else {
+    const int64_t a = x, b = y;
+    // i32 is the accumulator type: it wraps, like every sum the ops accumulate, so that the LFU
+    // combining i32 partial sums gives what one accumulator gives. i8 and i16 saturate.
+    if constexpr (std::is_same_v<T, int32_t>) {
+      if (fn == "add") return static_cast<T>(static_cast<uint32_t>(x) + static_cast<uint32_t>(y));
+      if (fn == "sub") return static_cast<T>(static_cast<uint32_t>(x) - static_cast<uint32_t>(y));
+      if (fn == "mul") return static_cast<T>(static_cast<uint32_t>(x) * static_cast<uint32_t>(y));
+    }
+    if (fn == "add") return saturate<T>(a + b);
+    if (fn == "sub") return saturate<T>(a - b);
+    if (fn == "mul") return saturate<T>(a * b);
+    if (fn == "div") {
+      if (b == 0) return a > 0 ? std::numeric_limits<T>::max()
+                               : (a < 0 ? std::numeric_limits<T>::min() : T(0));
+      return saturate<T>(a / b);
+    }
+    if (fn == "max") return std::max(x, y);
+    if (fn == "min") return std::min(x, y);
+  }
+  throw InternalError("eltwise: no reference semantics for fn " + fn);
+}
+
+template <typename T>
+struct Eltwise {
+  static void run(const OpDef& op, const Instruction& in, MemoryView mem) {
+    const std::string& fn = op.enum_value("fn", in.attrs);
+    const TensorRef &a = in.operands[0], &b = in.operands[1], &out = in.operands[2];
+    for_each_index<3>(out.shape, {&a.strides, &b.strides, &out.strides}, [&](const auto& o) {
+      store<T>(mem, out, o[2], binary(fn, load<T>(mem, a, o[0]), load<T>(mem, b, o[1])));
+    });
+  }
+};
+
+// double -> float, rounding to nearest even. Converting a double beyond float's range is
+// undefined behaviour in C++, so the overflow rule is spelt out: from FLT_MAX + half an ulp up
+// the result is infinity, below that it is FLT_MAX.
+float to_float(double v) {
+  constexpr double kOverflow = 0x1.ffffffp127;
+  constexpr double kMax = std::numeric_limits<float>::max();
+  if (v >= kOverflow) return std::numeric_limits<float>::infinity();
+  if (v <= -kOverflow) return -std::numeric_limits<float>::infinity();
+  if (v > kMax) return std::numeric_limits<float>::max();
+  if (v < -kMax) return -std::numeric_limits<float>::max();
+  return static_cast<float>(v);
+}
+
+double activate(const std::string& fn, double x, double alpha) {
+  if (fn == "relu") return x > 0 ? x : 0.0;  // (integer path only; f32 relu is exact below)
+  if (fn == "leaky_relu") return x > 0 ? x : alpha * x;
+  if (fn == "sigmoid") return 1.0 / (1.0 + std::exp(-x));
+  if (fn == "tanh") return std::tanh(x);
+  if (fn == "gelu") return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+  if (fn == "exp") return std::exp(x);
+  if (fn == "log") return std::log(x);
+  if (fn == "sqrt") return std::sqrt(x);
+  if (fn == "rsqrt") return 1.0 / std::sqrt(x);
+  throw InternalError("activation: no reference semantics for fn " + fn);
+}
+
+template <typename T>
+struct Activation {
+  static void run(const OpDef& op, const Instruction& in, MemoryView mem) {
+    const std::string& fn = op.enum_value("fn", in.attrs);
+    const double alpha = real_attr(op, in, "alpha");
+    const int64_t frac_bits = attr(op, in, "frac_bits");
+    const TensorRef &x = in.operands[0], &out = in.operands[1];
+    for_each_index<2>(out.shape, {&x.strides, &out.strides}, [&](const auto& o) {
+      const T v = load<T>(mem, x, o[0]);
+      T r;
+      if constexpr (std::is_floating_point_v<T>) {
+        if (fn == "relu") r = v > T(0) ? v : T(0);
+        else if (fn == "leaky_relu") r = v > T(0) ? v : static_cast<T>(alpha) * v;
+        else r = to_float(activate(fn, v, alpha));
+      } else {
+        const double scale = std::ldexp(1.0, static_cast<int>(frac_bits));
+        const double y = activate(fn, static_cast<double>(v) / scale, alpha) * scale;
+        // nearbyint rounds half to even in the default rounding mode; clamp before converting.
+        const double lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+        r = static_cast<T>(std::isnan(y) ? 0.0 : std::clamp(std::nearbyint(y), lo, hi));
+      }
+      store<T>(mem, out, o[1], r);
+    });
+  }
+};
+
+// Rounds a real to T: f32 by the usual conversion, integers half to even and saturated.
+template <typename T>
+T from_real(double v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return static_cast<T>(v);
+  } else {
+    const double lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+    return static_cast<T>(std::isnan(v) ? 0.0 : std::clamp(std::nearbyint(v), lo, hi));
+  }
+}
+
+template <typename T>
+struct Fill {
+  static void run(const OpDef& op, const Instruction& in, MemoryView mem) {
+    const T v = from_real<T>(real_attr(op, in, "value"));
+    const TensorRef& out = in.operands[0];
+    for_each_index<1>(out.shape, {&out.strides}, [&](const auto& o) { store<T>(mem, out, o[0], v); });
+  }
+};
+
+}  // namespace
+
+void register_elementwise(ReferenceTable& t) {
+  t["fill"] = [](const OpDef& op, const Instruction& in, MemoryView mem) {
+    by_dtype<Fill>(in.operands[0].dtype, op.name, op, in, mem);
+  };
+  t["eltwise"] = [](const OpDef& op, const Instruction& in, MemoryView mem) {
+    by_dtype<Eltwise>(in.operands[2].dtype, op.name, op, in, mem);
+  };
+  t["activation"] = [](const OpDef& op, const Instruction& in, MemoryView mem) {
+    by_dtype<Activation>(in.operands[1].dtype, op.name, op, in, mem);
+  };
+}
+
+}  // namespace fracsim::isa::semantics

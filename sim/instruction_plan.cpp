@@ -1,0 +1,148 @@
+#include "sim/instruction_plan.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "isa/decompose/localize.h"
+#include "isa/decompose/piece.h"
+#include "isa/decompose/sequential.h"
+
+namespace fracsim::sim {
+namespace {
+
+uint64_t sub_block(uint64_t bytes, int n) { return bytes / n / isa::kTileAlign * isa::kTileAlign; }
+
+bool overlaps(std::pair<uint64_t, uint64_t> a, std::pair<uint64_t, uint64_t> b) {
+  return a.first < b.second && b.first < a.second;
+}
+
+// Inputs whose view is the same in every piece and that no output of the instruction touches.
+InstructionPlan with_static_operands(const isa::OpDef& op, const isa::Instruction& instr,
+                                     std::vector<isa::Instruction> pieces) {
+  InstructionPlan plan;
+  plan.pieces = std::move(pieces);
+  for (size_t o = 0; o < op.operands.size(); ++o) {
+    if (op.operands[o].role != isa::OperandRole::in) continue;
+    const isa::TensorRef& view = plan.pieces.front().operands[o];
+    if (view.stored_bytes() == 0) continue;
+    bool same = std::all_of(plan.pieces.begin(), plan.pieces.end(),
+                            [&](const isa::Instruction& p) { return p.operands[o] == view; });
+    for (size_t w = 0; w < op.operands.size() && same; ++w)
+      if (op.operands[w].role == isa::OperandRole::out &&
+          overlaps(instr.operands[w].byte_span(), instr.operands[o].byte_span()))
+        same = false;
+    if (!same) continue;
+    const uint64_t bytes = isa::align_up(view.stored_bytes(), isa::kTileAlign);
+    plan.static_operands.push_back(static_cast<int>(o));
+    plan.requests.push_back(StaticRequest{view, bytes});
+  }
+  return plan;
+}
+
+uint64_t static_bytes(const InstructionPlan& plan) {
+  uint64_t s = 0;
+  for (const StaticRequest& r : plan.requests) s += r.bytes;
+  return s;
+}
+
+// The largest footprint of the plan's pieces (pieces of equal shape are measured once).
+uint64_t largest_piece(const isa::OpDef& op, const isa::OpTable& ops, const InstructionPlan& plan,
+                       int fanout) {
+  std::set<std::vector<int64_t>> seen;
+  uint64_t most = 0;
+  for (const isa::Instruction& p : plan.pieces) {
+    std::vector<int64_t> key = congruence_key(p);
+    if (!seen.insert(key).second) continue;
+    most = std::max(most, isa::piece_footprint(op, ops, p, fanout));
+  }
+  return most;
+}
+
+}  // namespace
+
+InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
+                                 const isa::Instruction& instr, const NodeShape& node) {
+  const int n = node.pipeline_depth;
+  const uint64_t budget = sub_block(node.capacity, n);
+  // A sub-block is as large as the largest piece needs, no larger: what is left over keeps
+  // earlier static tiles resident for later instructions.
+  auto finish = [&](InstructionPlan plan) {
+    plan.subblock_bytes = largest_piece(op, ops, plan, node.fanout) - static_bytes(plan);
+    return plan;
+  };
+  InstructionPlan safe = finish(with_static_operands(
+      op, instr, isa::sequential(op, ops, instr, isa::NodeBudget{budget, node.fanout, node.where})));
+  const uint64_t s = static_bytes(safe);
+  if (s == 0 || n == 1) return safe;
+  const uint64_t tight_budget = sub_block(node.capacity - s, n) + s;
+  if (tight_budget <= budget) return safe;
+  InstructionPlan tight = finish(with_static_operands(
+      op, instr,
+      isa::sequential(op, ops, instr, isa::NodeBudget{tight_budget, node.fanout, node.where})));
+  if (static_bytes(tight) + n * tight.subblock_bytes <= node.capacity) return tight;
+  return safe;
+}
+
+InstructionPlan root_plan(const isa::Instruction& instr) {
+  InstructionPlan plan;
+  plan.pieces.push_back(instr);
+  return plan;
+}
+
+std::vector<StaticRequest> translated_requests(const InstructionPlan& plan,
+                                               const isa::Instruction& from,
+                                               const isa::Instruction& to) {
+  std::vector<StaticRequest> out = plan.requests;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int o = plan.static_operands[i];
+    out[i].view.address += to.operands[o].address - from.operands[o].address;
+  }
+  return out;
+}
+
+std::vector<int64_t> congruence_key(const isa::Instruction& instr) {
+  std::vector<int64_t> key{instr.opcode, static_cast<int64_t>(instr.attrs.size())};
+  key.insert(key.end(), instr.attrs.begin(), instr.attrs.end());
+  for (const isa::TensorRef& t : instr.operands) {
+    key.push_back(static_cast<int64_t>(t.dtype));
+    key.push_back(t.rank());
+    key.insert(key.end(), t.shape.begin(), t.shape.end());
+    key.insert(key.end(), t.strides.begin(), t.strides.end());
+  }
+  // Operands that overlap must overlap the same way (their hazards and static choice follow).
+  for (size_t a = 0; a < instr.operands.size(); ++a)
+    for (size_t b = a + 1; b < instr.operands.size(); ++b) {
+      const bool o = overlaps(instr.operands[a].byte_span(), instr.operands[b].byte_span());
+      key.push_back(o ? 1 : 0);
+      if (o)
+        key.push_back(static_cast<int64_t>(instr.operands[b].address - instr.operands[a].address));
+    }
+  return key;
+}
+
+void check_smallest_piece(const isa::OpDef& op, const isa::OpTable& ops,
+                          const isa::Instruction& instr, const NodeShape& node) {
+  const std::vector<int64_t> ext = isa::dim_extents(op, instr);
+  isa::PieceRange r{std::vector<int64_t>(ext.size(), 0), ext};
+  for (size_t d = 0; d < ext.size(); ++d) {
+    const isa::DimKind k = op.dims[d].kind;
+    if (k == isa::DimKind::parallel || k == isa::DimKind::reduce)
+      r.len[d] = std::min<int64_t>(ext[d], 1);
+  }
+  isa::sequential(op, ops, isa::slice_instruction(op, instr, r),
+                  isa::NodeBudget{sub_block(node.capacity, node.pipeline_depth), node.fanout,
+                                  node.where});
+}
+
+std::string instruction_text(const isa::OpDef& op, const isa::Instruction& instr) {
+  std::string s = op.name;
+  for (size_t o = 0; o < instr.operands.size() && o < op.operands.size(); ++o)
+    s += fmt::format(" {}={}", op.operands[o].name, isa::tensor_str(instr.operands[o]));
+  for (size_t a = 0; a < instr.attrs.size() && a < op.attributes.size(); ++a)
+    s += fmt::format(" {}={}", op.attributes[a].name, instr.attrs[a]);
+  return s;
+}
+
+}  // namespace fracsim::sim

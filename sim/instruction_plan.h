@@ -1,0 +1,66 @@
+// How a node executes one instruction it received, before any timing: its serial pieces
+// (isa::sequential), which operands stay in the static segment, and how big a cyclic sub-block
+// is. Pure functions, shared by the node's ID stage and by the parent's folding decision.
+//
+// Static operands: an input whose view is the same in every piece (matmul's b when only M is
+// split), that the instruction does not also write, is loaded once into the static segment and
+// kept there for later instructions (the tensor permutation table finds it again).
+//
+// Memory budget: isa::sequential sizes pieces for a sub-block of B = capacity / N, counting
+// every operand. The plan first takes those pieces; a sub-block then needs only the largest
+// piece P minus the static tiles S, and S + N * (P - S) <= N * B <= capacity always holds (the
+// static operand stays inside the budget the decomposer used: safe). It then tries a larger
+// budget (capacity - S) / N + S, whose pieces are fewer, and keeps that tighter plan only when
+// its own static tiles S' and largest piece P' satisfy S' + N * (P' - S') <= capacity.
+// Sub-blocks are no larger than P - S, so the rest of the memory keeps earlier static tiles.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "isa/program.h"
+#include "sim/tensor_permutation_table.h"
+
+namespace fracsim::sim {
+
+struct NodeShape {
+  uint64_t capacity = 0;  // local memory bytes
+  int pipeline_depth = 1;
+  int fanout = 1;         // children (1 at a leaf)
+  std::string where;      // names the node in errors
+};
+
+struct InstructionPlan {
+  std::vector<isa::Instruction> pieces;   // in the parent's memory, in issue order
+  std::vector<int> static_operands;       // operand indices held in the static segment
+  std::vector<StaticRequest> requests;    // per static operand: its view and tile bytes
+  uint64_t subblock_bytes = 0;            // one cyclic sub-block
+};
+
+InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
+                                 const isa::Instruction& instr, const NodeShape& node);
+
+// The root's plan: the program instruction is its only piece, nothing is static (its memory is
+// the main memory).
+InstructionPlan root_plan(const isa::Instruction& instr);
+
+// The static requests of `to`, an instruction congruent with `from` (same key): the views of
+// `plan` (made for `from`) moved by each operand's address difference.
+std::vector<StaticRequest> translated_requests(const InstructionPlan& plan,
+                                               const isa::Instruction& from,
+                                               const isa::Instruction& to);
+
+// Instructions with equal keys decompose alike at a node: same opcode, attributes, dtypes,
+// shapes and strides, and the same overlaps between operands (addresses aside otherwise).
+std::vector<int64_t> congruence_key(const isa::Instruction& instr);
+
+// Fails with isa::sequential's ConfigError (naming `node.where`, the op and its largest
+// operand) when even the smallest legal piece of `instr` does not fit a sub-block of the node.
+void check_smallest_piece(const isa::OpDef& op, const isa::OpTable& ops,
+                          const isa::Instruction& instr, const NodeShape& node);
+
+// "matmul a=f32@0x0[64,784:784,1] b=... out=... accumulate=0", for messages.
+std::string instruction_text(const isa::OpDef& op, const isa::Instruction& instr);
+
+}  // namespace fracsim::sim

@@ -1,0 +1,83 @@
+#include "sim/memory.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "isa/error.h"
+
+namespace fracsim::sim {
+
+Memory::Memory(const sc_core::sc_module_name& name, const MemorySpec& spec, bool storage)
+    : sc_module(name), socket("socket"), spec_(spec), share_(spec.bandwidth) {
+  if (storage) {
+    data_ = static_cast<uint8_t*>(std::calloc(spec.capacity, 1));
+    if (!data_ && spec.capacity > 0)
+      throw ConfigError(fmt::format("cannot allocate {} bytes of host memory for a functional run",
+                                    spec.capacity));
+  }
+  socket.register_b_transport(this, &Memory::b_transport);
+  socket.register_get_direct_mem_ptr(this, &Memory::get_direct_mem_ptr);
+  socket.register_transport_dbg(this, &Memory::transport_dbg);
+  SC_METHOD(on_wake);
+  sensitive << wake_;
+  dont_initialize();
+}
+
+Memory::~Memory() { std::free(data_); }
+
+void Memory::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+  // Approximately-timed initiators may pass a delay; this model runs at the target's time.
+  if (delay != sc_core::SC_ZERO_TIME) {
+    sc_core::wait(delay);
+    delay = sc_core::SC_ZERO_TIME;
+  }
+  auto* ext = gp.get_extension<TransferExtension>();
+  FRACSIM_ASSERT(ext && ext->done, "{}: a transfer without its extension", name());
+  const int id = share_.start(sc_core::sc_time_stamp().value(), gp.get_data_length(),
+                              ext->link_bandwidth, ext->copies);
+  waiting_.emplace_back(id, ext->done);
+  reschedule();
+  sc_core::wait(*ext->done);
+  if (gp.is_write() && on_write_) on_write_(ext->span_begin, ext->span_end);
+  gp.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+void Memory::on_wake() {
+  for (int id : share_.advance(sc_core::sc_time_stamp().value()))
+    for (auto it = waiting_.begin(); it != waiting_.end(); ++it)
+      if (it->first == id) {
+        it->second->notify(sc_core::SC_ZERO_TIME);
+        waiting_.erase(it);
+        break;
+      }
+  reschedule();
+}
+
+void Memory::reschedule() {
+  wake_.cancel();
+  if (auto t = share_.next_end())
+    wake_.notify(sc_core::sc_time::from_value(*t - sc_core::sc_time_stamp().value()));
+}
+
+bool Memory::get_direct_mem_ptr(int, tlm::tlm_generic_payload& gp, tlm::tlm_dmi& dmi) {
+  if (!data_) return false;
+  dmi.set_dmi_ptr(data_);
+  dmi.set_start_address(0);
+  dmi.set_end_address(spec_.capacity - 1);
+  dmi.allow_read_write();
+  gp.set_dmi_allowed(true);
+  return true;
+}
+
+unsigned int Memory::transport_dbg(int, tlm::tlm_generic_payload& gp) {
+  const uint64_t a = gp.get_address(), n = gp.get_data_length();
+  if (!data_ || a >= spec_.capacity) return 0;
+  const uint64_t len = std::min<uint64_t>(n, spec_.capacity - a);
+  if (gp.is_read()) std::memcpy(gp.get_data_ptr(), data_ + a, len);
+  else if (gp.is_write()) std::memcpy(data_ + a, gp.get_data_ptr(), len);
+  return static_cast<unsigned int>(len);
+}
+
+}  // namespace fracsim::sim

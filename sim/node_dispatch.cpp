@@ -1,0 +1,131 @@
+// The EX stage of an inner node: hand each child its instruction and wait for all of them.
+//
+// Folding (timing mode): children whose instructions are congruent (isa shapes, strides,
+// attributes and operand overlaps equal; addresses aside), whose static-segment layout comes
+// out the same and whose state below (permutation tables of their own children) is the same,
+// behave identically to the cycle: they decompose alike, their transfers start and end at the
+// same times, and they share the parent memory's bandwidth equally. Such a class is simulated
+// once, by one simulated child standing for all of them (its transfers count `copies` times
+// against the parent memory); the others' counters and state below are then copied from it.
+// Each child's own permutation table (keyed by addresses in this node's memory, which differ
+// between members) is kept for every child individually: placing and invalidating are cheap
+// table operations, not simulation.
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "isa/error.h"
+#include "sim/node.h"
+
+namespace fracsim::sim {
+namespace {
+
+struct ChildClass {
+  std::vector<int> members;  // child indices; members[0] is simulated
+  std::shared_ptr<const InstructionPlan> plan;
+  SegmentLayout layout;
+};
+
+}  // namespace
+
+NodeShape Node::child_shape(size_t child) const {
+  const MachineSpec& spec = *ctx_.spec;
+  const int l = level_ + 1;
+  const LevelSpec& ls = spec.levels[l];
+  const int below = l + 1 < static_cast<int>(spec.levels.size()) ? spec.levels[l + 1].fanout : 1;
+  return NodeShape{ls.memory.capacity, ls.controller.pipeline_depth, below,
+                   (*ctx_.tree)[child].path};
+}
+
+void Node::dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& instrs,
+                    const std::vector<std::pair<uint64_t, uint64_t>>& local_writes) {
+  MachineTree& tree = *ctx_.tree;
+  // Whatever this piece's children and LFU write here is stale in every permutation table.
+  for (const auto& w : local_writes) invalidate_children(w.first, w.second);
+
+  std::vector<size_t> child(instrs.size());
+  for (size_t i = 0; i < instrs.size(); ++i) child[i] = tree.child(tree_node_, static_cast<int>(i));
+  std::vector<ChildClass> classes;
+  auto place = [&](size_t i, const std::vector<StaticRequest>& requests,
+                   const InstructionPlan& plan) {
+    const NodeShape shape = child_shape(child[i]);
+    return tree[child[i]].tpt.place(requests, shape.pipeline_depth * plan.subblock_bytes);
+  };
+  if (!ctx_.fold) {
+    for (size_t i = 0; i < instrs.size(); ++i) {
+      auto plan = std::make_shared<const InstructionPlan>(
+          plan_instruction(op, *ctx_.ops, instrs[i], child_shape(child[i])));
+      classes.push_back({{static_cast<int>(i)}, plan, place(i, plan->requests, *plan)});
+    }
+  } else {
+    std::map<std::vector<int64_t>, std::vector<int>> congruent;  // key -> children, in order
+    std::vector<const std::vector<int>*> order;
+    for (size_t i = 0; i < instrs.size(); ++i) {
+      auto [it, fresh] = congruent.try_emplace(congruence_key(instrs[i]));
+      it->second.push_back(static_cast<int>(i));
+      if (fresh) order.push_back(&it->second);
+    }
+    for (const std::vector<int>* group : order) {
+      const int first = group->front();
+      auto plan = std::make_shared<const InstructionPlan>(
+          plan_instruction(op, *ctx_.ops, instrs[first], child_shape(child[first])));
+      const size_t begin = classes.size();
+      for (int i : *group) {
+        SegmentLayout layout =
+            place(i, translated_requests(*plan, instrs[first], instrs[i]), *plan);
+        size_t c = begin;
+        for (; c < classes.size(); ++c)
+          if (classes[c].layout == layout &&
+              tree[child[classes[c].members[0]]].below_digest == tree[child[i]].below_digest)
+            break;
+        if (c == classes.size()) {
+          // A class of its own; its pieces must name its own addresses.
+          auto own = i == first ? plan
+                                : std::make_shared<const InstructionPlan>(plan_instruction(
+                                      op, *ctx_.ops, instrs[i], child_shape(child[i])));
+          classes.push_back({{}, own, std::move(layout)});
+        }
+        classes[c].members.push_back(i);
+      }
+    }
+  }
+  // The simulated children: fixed ones, or nodes taken from the level's pool (lowest first).
+  std::vector<Node*> runners;
+  if (ctx_.fold) {
+    std::vector<Node*>& pool = ctx_.pools[level_ + 1];
+    if (pool.size() < classes.size())
+      throw InternalError(fmt::format(
+          "{}: folding needs {} more simulated nodes at level {} than its pool has free ({}); "
+          "run without folding (--no-fold) or with a larger pool", tree[tree_node_].path,
+          classes.size(), ctx_.spec->levels[level_ + 1].name, pool.size()));
+    runners.assign(pool.begin(), pool.begin() + static_cast<long>(classes.size()));
+    pool.erase(pool.begin(), pool.begin() + static_cast<long>(classes.size()));
+  } else {
+    for (const ChildClass& k : classes) runners.push_back(children_[k.members[0]]);
+  }
+
+  children_done_.remaining = static_cast<int64_t>(classes.size());
+  for (size_t c = 0; c < classes.size(); ++c) {
+    ChildClass& k = classes[c];
+    const size_t rep = child[k.members[0]];
+    for (size_t m = 1; m < k.members.size(); ++m) tree.subtract_subtree_stats(rep, child[k.members[m]]);
+    runners[c]->submit(Job{instrs[k.members[0]], k.plan, k.layout, rep, k.members.size(),
+                           &children_done_, ctx_.fold ? port_ : 0});
+  }
+  while (children_done_.remaining > 0) wait(children_done_.done);
+  if (ctx_.fold) {
+    std::vector<Node*>& pool = ctx_.pools[level_ + 1];
+    pool.insert(pool.end(), runners.begin(), runners.end());
+    std::sort(pool.begin(), pool.end(), [](Node* a, Node* b) { return a->port() < b->port(); });
+  }
+  for (const ChildClass& k : classes) {
+    const size_t rep = child[k.members[0]];
+    for (size_t m = 1; m < k.members.size(); ++m) {
+      tree.add_subtree_stats(rep, child[k.members[m]]);
+      tree.copy_state_below(rep, child[k.members[m]]);
+    }
+  }
+}
+
+}  // namespace fracsim::sim

@@ -1,0 +1,202 @@
+#include "sim/tensor_permutation_table.h"
+
+#include <algorithm>
+
+#include "isa/decompose/localize.h"
+#include "isa/error.h"
+
+namespace fracsim::sim {
+namespace {
+
+struct Gap {
+  uint64_t begin, end;
+};
+
+// FNV-1a over 64-bit words.
+struct Digest {
+  uint64_t h = 1469598103934665603ULL;
+  void add(uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ULL;
+    }
+  }
+};
+
+}  // namespace
+
+std::vector<TensorPermutationTable::Entry>& TensorPermutationTable::entries() {
+  if (!entries_) entries_ = std::make_shared<std::vector<Entry>>();
+  else if (entries_.use_count() > 1) entries_ = std::make_shared<std::vector<Entry>>(*entries_);
+  return *entries_;
+}
+
+bool TensorPermutationTable::try_place(const std::vector<uint64_t>& miss_bytes,
+                                       uint64_t cyclic_bytes, std::vector<uint64_t>& miss_local,
+                                       uint64_t& cyclic_base) const {
+  const uint64_t usable = capacity_ / isa::kTileAlign * isa::kTileAlign;
+  std::vector<const Entry*> held;
+  if (entries_)
+    for (const Entry& e : *entries_) held.push_back(&e);
+  std::sort(held.begin(), held.end(),
+            [](const Entry* a, const Entry* b) { return a->local < b->local; });
+  std::vector<Gap> gaps;
+  uint64_t at = 0;
+  for (const Entry* e : held) {
+    if (e->local > at) gaps.push_back({at, e->local});
+    at = std::max(at, e->local + e->bytes);
+  }
+  if (at < usable) gaps.push_back({at, usable});
+
+  // Static tiles go as close to either end as they fit, keeping the middle free.
+  miss_local.assign(miss_bytes.size(), 0);
+  for (size_t m = 0; m < miss_bytes.size(); ++m) {
+    const uint64_t b = miss_bytes[m];
+    int best = -1;
+    uint64_t best_score = 0;
+    for (size_t g = 0; g < gaps.size(); ++g) {
+      if (gaps[g].end - gaps[g].begin < b) continue;
+      const uint64_t score = std::min(gaps[g].begin, usable - gaps[g].end);
+      if (best < 0 || score < best_score) {
+        best = static_cast<int>(g);
+        best_score = score;
+      }
+    }
+    if (best < 0) return false;
+    Gap& g = gaps[best];
+    if (g.begin <= usable - g.end) {
+      miss_local[m] = g.begin;
+      g.begin += b;
+    } else {
+      miss_local[m] = g.end - b;
+      g.end -= b;
+    }
+  }
+  // The cyclic segment takes the largest gap left (the lowest of equals).
+  int best = -1;
+  for (size_t g = 0; g < gaps.size(); ++g)
+    if (best < 0 || gaps[g].end - gaps[g].begin > gaps[best].end - gaps[best].begin)
+      best = static_cast<int>(g);
+  if (cyclic_bytes == 0) {
+    cyclic_base = best < 0 ? 0 : gaps[best].begin;
+    return true;
+  }
+  if (best < 0 || gaps[best].end - gaps[best].begin < cyclic_bytes) return false;
+  cyclic_base = gaps[best].begin;
+  return true;
+}
+
+SegmentLayout TensorPermutationTable::place(const std::vector<StaticRequest>& requests,
+                                            uint64_t cyclic_bytes) {
+  std::vector<Entry>& table = entries();  // unshared from here on
+  // Requests naming the same view share one tile.
+  std::vector<size_t> uniq_of(requests.size());
+  std::vector<size_t> uniq;  // first request of each distinct view
+  for (size_t r = 0; r < requests.size(); ++r) {
+    size_t u = 0;
+    while (u < uniq.size() && requests[uniq[u]].view != requests[r].view) ++u;
+    if (u == uniq.size()) uniq.push_back(r);
+    uniq_of[r] = u;
+  }
+
+  while (true) {
+    std::vector<int> hit_entry(uniq.size(), -1);
+    std::vector<bool> pinned(table.size(), false);
+    std::vector<size_t> misses;
+    for (size_t u = 0; u < uniq.size(); ++u) {
+      for (size_t e = 0; e < table.size(); ++e)
+        if (table[e].view == requests[uniq[u]].view) {
+          hit_entry[u] = static_cast<int>(e);
+          pinned[e] = true;
+        }
+      if (hit_entry[u] < 0) misses.push_back(u);
+    }
+    // Larger tiles first (then request order), so they take the ends.
+    std::stable_sort(misses.begin(), misses.end(), [&](size_t a, size_t b) {
+      return requests[uniq[a]].bytes > requests[uniq[b]].bytes;
+    });
+    std::vector<uint64_t> miss_bytes, miss_local;
+    for (size_t u : misses) miss_bytes.push_back(requests[uniq[u]].bytes);
+    uint64_t cyclic_base = 0;
+    if (try_place(miss_bytes, cyclic_bytes, miss_local, cyclic_base)) {
+      std::vector<uint64_t> local(uniq.size());
+      std::vector<bool> hit(uniq.size(), false);
+      for (size_t u = 0; u < uniq.size(); ++u)
+        if (hit_entry[u] >= 0) {
+          local[u] = table[hit_entry[u]].local;
+          hit[u] = true;
+        }
+      for (size_t m = 0; m < misses.size(); ++m) {
+        const StaticRequest& rq = requests[uniq[misses[m]]];
+        const auto span = rq.view.byte_span();
+        table.push_back(Entry{rq.view, span.first, span.second, miss_local[m], rq.bytes, 0});
+        local[misses[m]] = miss_local[m];
+      }
+      // Uses in request order: the later a request, the more recently used.
+      for (size_t u = 0; u < uniq.size(); ++u)
+        for (Entry& e : table)
+          if (e.view == requests[uniq[u]].view) e.last_use = ++clock_;
+      SegmentLayout out;
+      out.cyclic_base = cyclic_base;
+      for (size_t r = 0; r < requests.size(); ++r) {
+        out.local.push_back(local[uniq_of[r]]);
+        // A second request for a view loaded now is not loaded twice: it counts as a hit.
+        out.hit.push_back(hit[uniq_of[r]] || uniq[uniq_of[r]] != r);
+      }
+      return out;
+    }
+    // Evict the least recently used entry, unpinned ones first.
+    int victim = -1;
+    for (int pass = 0; pass < 2 && victim < 0; ++pass)
+      for (size_t e = 0; e < table.size(); ++e) {
+        if (pass == 0 && pinned[e]) continue;
+        if (victim < 0 || table[e].last_use < table[victim].last_use)
+          victim = static_cast<int>(e);
+      }
+    if (victim < 0) {
+      uint64_t total = cyclic_bytes;
+      for (size_t u : uniq) total += requests[u].bytes;
+      throw InternalError(fmt::format("static segment: {} bytes of static tiles and cyclic "
+                                      "segment do not fit a local memory of {} bytes",
+                                      total, capacity_));
+    }
+    table.erase(table.begin() + victim);
+  }
+}
+
+std::optional<uint64_t> TensorPermutationTable::lookup(const isa::TensorRef& view) const {
+  if (!entries_) return std::nullopt;
+  for (const Entry& e : *entries_)
+    if (e.view == view) return e.local;
+  return std::nullopt;
+}
+
+int TensorPermutationTable::invalidate(uint64_t begin, uint64_t end) {
+  auto stale = [&](const Entry& e) { return e.span_begin < end && begin < e.span_end; };
+  if (!entries_ || std::none_of(entries_->begin(), entries_->end(), stale)) return 0;
+  std::vector<Entry>& all = entries();
+  const auto before = all.size();
+  all.erase(std::remove_if(all.begin(), all.end(), stale), all.end());
+  return static_cast<int>(before - all.size());
+}
+
+uint64_t TensorPermutationTable::digest() const {
+  std::vector<const Entry*> by_use;
+  if (entries_)
+    for (const Entry& e : *entries_) by_use.push_back(&e);
+  std::sort(by_use.begin(), by_use.end(),
+            [](const Entry* a, const Entry* b) { return a->last_use < b->last_use; });
+  Digest d;
+  d.add(by_use.size());
+  for (const Entry* e : by_use) {
+    d.add(e->view.address);
+    d.add(static_cast<uint64_t>(e->view.dtype));
+    for (int64_t s : e->view.shape) d.add(static_cast<uint64_t>(s));
+    for (int64_t s : e->view.strides) d.add(static_cast<uint64_t>(s));
+    d.add(e->local);
+    d.add(e->bytes);
+  }
+  return d.h;
+}
+
+}  // namespace fracsim::sim

@@ -1,0 +1,87 @@
+// The tensor permutation table (TPT) of a node, and the layout of its local memory around it.
+//
+// The TPT maps a tensor view in the parent's memory (address, dtype, shape, strides) to the
+// local address of a dense copy held in the node's static segment. A later instruction whose
+// static operand is the same view finds it here and skips the load (a hit).
+//
+// Layout: the static segment is allocated from both ends of the local memory toward the middle;
+// the cyclic segment (N sub-blocks) is one contiguous range in the free space between. A node
+// re-plans the layout at the start of every instruction (its pipeline is empty then).
+//
+// Replacement: least recently used. An entry is used when it is inserted or hit; entries the
+// current instruction hits are pinned. When the requests and the cyclic segment do not fit, the
+// least recently used unpinned entry is evicted and the placement retried; if only pinned
+// entries remain, pinned entries are evicted too (their hits become loads), so a placement
+// always exists when the requests plus the cyclic segment fit the memory at all.
+//
+// Coherence: an entry is a copy of parent memory, so any write to an overlapping span of the
+// parent memory (a write-back by this node or a sibling, a load or LFU write by the parent)
+// must call invalidate(); the owner of the parent memory does so.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "isa/tensor.h"
+
+namespace fracsim::sim {
+
+// One operand the current instruction keeps in the static segment.
+struct StaticRequest {
+  isa::TensorRef view;  // in the parent's memory
+  uint64_t bytes = 0;   // its dense tile (a multiple of isa::kTileAlign)
+};
+
+struct SegmentLayout {
+  uint64_t cyclic_base = 0;     // the cyclic segment starts here
+  std::vector<uint64_t> local;  // per request: where its tile is
+  std::vector<bool> hit;        // per request: already resident, no load needed
+
+  bool operator==(const SegmentLayout& o) const {
+    return cyclic_base == o.cyclic_base && local == o.local && hit == o.hit;
+  }
+};
+
+class TensorPermutationTable {
+ public:
+  explicit TensorPermutationTable(uint64_t capacity = 0) : capacity_(capacity) {}
+
+  // Places `requests` (each resident already, or allocated now) and a free range of
+  // `cyclic_bytes` for the cyclic segment; updates the table (insertions, evictions, LRU).
+  // Throws InternalError when the requests and the cyclic segment exceed the capacity.
+  SegmentLayout place(const std::vector<StaticRequest>& requests, uint64_t cyclic_bytes);
+
+  // The local address of `view` when resident (does not count as a use).
+  std::optional<uint64_t> lookup(const isa::TensorRef& view) const;
+
+  // Drops every entry whose span in the parent memory overlaps [begin, end); returns how many.
+  int invalidate(uint64_t begin, uint64_t end);
+
+  size_t size() const { return entries_ ? entries_->size() : 0; }
+  uint64_t capacity() const { return capacity_; }
+  // A digest of the contents up to renaming of use stamps (views, placement, LRU order): equal
+  // tables have equal digests. Folding compares it to decide whether two nodes behave alike.
+  uint64_t digest() const;
+
+ private:
+  struct Entry {
+    isa::TensorRef view;
+    uint64_t span_begin = 0, span_end = 0;  // the view's bytes in the parent memory
+    uint64_t local = 0, bytes = 0;
+    uint64_t last_use = 0;
+  };
+  // Tries to place the misses and the cyclic range around the current entries.
+  bool try_place(const std::vector<uint64_t>& miss_bytes, uint64_t cyclic_bytes,
+                 std::vector<uint64_t>& miss_local, uint64_t& cyclic_base) const;
+
+  // Copy on write: folding copies whole subtrees of tables, most of them unchanged since.
+  std::vector<Entry>& entries();
+
+  uint64_t capacity_;
+  uint64_t clock_ = 0;  // use stamps
+  std::shared_ptr<std::vector<Entry>> entries_;
+};
+
+}  // namespace fracsim::sim

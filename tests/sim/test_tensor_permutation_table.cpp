@@ -1,0 +1,148 @@
+// The tensor permutation table and static-segment layout, and the shared-bandwidth model, as
+// pure functions: exact addresses and exact picoseconds.
+#include <doctest/doctest.h>
+
+#include "isa/error.h"
+#include "sim/shared_bandwidth.h"
+#include "sim/tensor_permutation_table.h"
+
+using namespace fracsim;
+using namespace fracsim::sim;
+
+namespace {
+
+// A dense f32 view of `elements` in the parent memory at `address`.
+StaticRequest request(uint64_t address, int64_t elements) {
+  isa::TensorRef t = isa::make_tensor(address, isa::DType::f32, {elements});
+  return StaticRequest{t, (static_cast<uint64_t>(elements) * 4 + 63) / 64 * 64};
+}
+
+}  // namespace
+
+TEST_CASE("static tiles go to the ends of the memory, the cyclic segment between them") {
+  TensorPermutationTable tpt(1024);
+  // 256 B and 128 B tiles: the larger first at the low end, the other at the high end.
+  SegmentLayout l = tpt.place({request(0x1000, 32), request(0x2000, 64)}, 512);
+  CHECK(l.local == std::vector<uint64_t>{1024 - 128, 0});
+  CHECK(l.hit == std::vector<bool>{false, false});
+  CHECK(l.cyclic_base == 256);
+  CHECK(tpt.size() == 2);
+}
+
+TEST_CASE("the same view again is a hit at the same local address; another view is not") {
+  TensorPermutationTable tpt(1024);
+  tpt.place({request(0x1000, 64)}, 512);
+  SegmentLayout l = tpt.place({request(0x1000, 64), request(0x1000, 32)}, 512);
+  CHECK(l.hit == std::vector<bool>{true, false});  // a shorter view of the same address differs
+  CHECK(l.local[0] == 0);
+  CHECK(l.local[1] == 1024 - 128);
+  CHECK(tpt.lookup(request(0x1000, 64).view) == std::optional<uint64_t>(0));
+  CHECK(!tpt.lookup(request(0x1040, 64).view));
+}
+
+TEST_CASE("two requests for one view share one tile and load it once") {
+  TensorPermutationTable tpt(1024);
+  SegmentLayout l = tpt.place({request(0x1000, 16), request(0x1000, 16)}, 512);
+  CHECK(l.local == std::vector<uint64_t>{0, 0});
+  CHECK(l.hit == std::vector<bool>{false, true});
+  CHECK(tpt.size() == 1);
+}
+
+TEST_CASE("replacement is least recently used, and only as much as the layout needs") {
+  TensorPermutationTable tpt(1024);
+  tpt.place({request(0x1000, 64)}, 0);  // A: 256 B at 0
+  tpt.place({request(0x2000, 64)}, 0);  // B: 256 B at 768
+  tpt.place({request(0x1000, 64)}, 0);  // A used again: B is now the least recently used
+  CHECK(tpt.size() == 2);
+  // C needs 256 B and the cyclic segment 512 B: only 512 B are free, so B goes.
+  SegmentLayout l = tpt.place({request(0x3000, 64)}, 512);
+  CHECK(l.hit == std::vector<bool>{false});
+  CHECK(tpt.lookup(request(0x1000, 64).view));
+  CHECK(!tpt.lookup(request(0x2000, 64).view));
+  CHECK(tpt.lookup(request(0x3000, 64).view));
+  CHECK(l.cyclic_base + 512 <= 1024);
+}
+
+TEST_CASE("a pinned hit is given up only when nothing else can make room") {
+  TensorPermutationTable tpt(1024);
+  tpt.place({request(0x1000, 64)}, 0);  // at 0
+  tpt.place({request(0x2000, 64)}, 0);  // at 768
+  // Keep B (hit) and add C (256 B) and 512 B cyclic: A goes, B stays.
+  SegmentLayout l = tpt.place({request(0x2000, 64), request(0x3000, 64)}, 512);
+  CHECK(l.hit == std::vector<bool>{true, false});
+  // Now 768 B cyclic plus B: the only way is to give up C and then B's own placement.
+  l = tpt.place({request(0x2000, 64)}, 768);
+  CHECK(l.cyclic_base + 768 <= 1024);
+  CHECK((l.local[0] + 256 <= l.cyclic_base || l.local[0] >= l.cyclic_base + 768));
+  CHECK_THROWS_AS(tpt.place({request(0x2000, 64)}, 1024), InternalError);
+}
+
+TEST_CASE("a write to an overlapping span of the parent memory invalidates") {
+  TensorPermutationTable tpt(4096);
+  tpt.place({request(0x1000, 64), request(0x2000, 64)}, 0);  // spans [0x1000,0x1100) [0x2000,0x2100)
+  CHECK(tpt.invalidate(0x1100, 0x2000) == 0);  // touches neither (half-open spans)
+  CHECK(tpt.invalidate(0x10fc, 0x1100) == 1);  // the last element of the first
+  CHECK(!tpt.lookup(request(0x1000, 64).view));
+  CHECK(tpt.lookup(request(0x2000, 64).view));
+  // The next use of the first view loads it again.
+  CHECK(tpt.place({request(0x1000, 64)}, 0).hit == std::vector<bool>{false});
+}
+
+TEST_CASE("equal tables have equal digests") {
+  TensorPermutationTable a(1024), b(1024);
+  a.place({request(0x1000, 64)}, 0);
+  b.place({request(0x1000, 64)}, 0);
+  CHECK(a.digest() == b.digest());
+  b.place({request(0x1000, 64)}, 0);  // a use renumbers stamps but changes no order
+  CHECK(a.digest() == b.digest());
+  b.invalidate(0x1000, 0x1001);
+  CHECK(a.digest() != b.digest());
+}
+
+TEST_CASE("one transfer alone moves at the slower of its cap and the memory") {
+  // 100 B at min(8 GB/s, 16 GB/s) = 8 B/ns: 12.5 ns = 12500 ps.
+  SharedBandwidth m(16000000000ULL);
+  const int id = m.start(1000, 100, 8000000000ULL, 1);
+  CHECK(m.next_end() == std::optional<uint64_t>(13500));
+  CHECK(m.advance(13499).empty());
+  CHECK(m.advance(13500) == std::vector<int>{id});
+  CHECK(m.active() == 0);
+}
+
+TEST_CASE("two transfers started together share the memory and end together, twice as late") {
+  // 256 B each, caps 16 GB/s, memory 16 GB/s: 8 B/ns each, 32 ns; alone it would be 16 ns.
+  SharedBandwidth m(16000000000ULL);
+  m.start(0, 256, 16000000000ULL, 1);
+  m.start(0, 256, 16000000000ULL, 1);
+  CHECK(m.next_end() == std::optional<uint64_t>(32000));
+  CHECK(m.advance(32000).size() == 2);
+  // One transfer standing for two copies takes the same time.
+  SharedBandwidth f(16000000000ULL);
+  f.start(0, 256, 16000000000ULL, 2);
+  CHECK(f.next_end() == std::optional<uint64_t>(32000));
+}
+
+TEST_CASE("a transfer that starts later slows the first only while both run") {
+  // Memory 16 B/ns, caps 16 B/ns. A: 256 B from 0. B: 64 B from 8 ns.
+  // 0-8 ns: A alone moves 128 B. From 8 ns both at 8 B/ns: B needs 8 ns (ends 16 ns), A moves
+  // 64 B meanwhile; A's last 64 B alone take 4 ns: A ends at 20 ns.
+  SharedBandwidth m(16000000000ULL);
+  const int a = m.start(0, 256, 16000000000ULL, 1);
+  CHECK(m.next_end() == std::optional<uint64_t>(16000));
+  const int b = m.start(8000, 64, 16000000000ULL, 1);
+  CHECK(m.next_end() == std::optional<uint64_t>(16000));
+  CHECK(m.advance(16000) == std::vector<int>{b});
+  CHECK(m.next_end() == std::optional<uint64_t>(20000));
+  CHECK(m.advance(20000) == std::vector<int>{a});
+}
+
+TEST_CASE("transfers capped below the fair share leave the rest to the others") {
+  // Memory 30 B/ns; caps 5, 20, 20: the 5 keeps 5, the others split 25: 12.5 B/ns each, so
+  // 125 B take 10 ns for them and 50 B take 10 ns for the capped one.
+  SharedBandwidth m(30000000000ULL);
+  m.start(0, 50, 5000000000ULL, 1);
+  m.start(0, 125, 20000000000ULL, 1);
+  m.start(0, 125, 20000000000ULL, 1);
+  CHECK(m.next_end() == std::optional<uint64_t>(10000));
+  CHECK(m.advance(10000).size() == 3);
+}
