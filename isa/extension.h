@@ -27,7 +27,8 @@ void parse_sequence(OpDef& op, YamlMap& m, const OpTable& table);
 struct Expansion {
   std::vector<TensorRef> operands;     // arena views of the extension op's operands
   std::vector<TensorRef> temporaries;  // arena views of its temporaries
-  std::vector<Instruction> steps;      // one per sequence step
+  std::vector<Instruction> steps;      // the primitive instructions, in order (repeats unrolled)
+  std::vector<std::shared_ptr<const OpDef>> step_ops;  // the op of each
   uint64_t arena_bytes = 0;
 };
 

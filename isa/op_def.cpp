@@ -208,6 +208,7 @@ void OpTable::add_yaml(const std::string& text, const std::string& file) {
   if (!extension && op.unit != "matrix" && op.unit != "vector" && op.unit != "sort")
     throw fail("unit", fmt::format("unknown unit '{}' (expected matrix, vector or sort)", op.unit));
   op.summary = m.get_string("summary", "");
+  op.reassociates = m.get_bool("reassociates", false);
 
   YamlMap dims = m.require_map("dims");
   for (const std::string& name : dims.keys()) op.dims.push_back(parse_dim(name, dims.require(name), dims));

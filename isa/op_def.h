@@ -88,6 +88,9 @@ struct AttrDef {
 struct ViewDef {
   std::string tensor;
   std::vector<std::string> axes;  // dim names or "1"
+  // Tensor dims held at one index instead of being viewed: `in[N,C,H | D = od + kd]`. A step
+  // whose index falls outside the dim is skipped (the zero padding of a convolution).
+  std::vector<std::pair<std::string, Expr>> fixed;
 };
 
 struct StepAttr {
@@ -99,9 +102,14 @@ struct StepAttr {
 struct OpDef;
 
 struct SequenceStep {
-  std::shared_ptr<const OpDef> prim;
-  std::vector<ViewDef> operands;  // in the primitive's operand order
-  std::vector<StepAttr> attrs;    // in the primitive's attribute order
+  std::shared_ptr<const OpDef> prim;  // null for a repeat block
+  std::vector<ViewDef> operands;      // in the primitive's operand order
+  std::vector<StepAttr> attrs;        // in the primitive's attribute order
+  Expr when;                          // the step runs only where this is non-zero (empty: always)
+  // A repeat block: `body` runs for every value of each loop variable in [0, extent of its dim),
+  // the first variable outermost.
+  std::vector<std::pair<std::string, std::string>> loops;  // variable, dim
+  std::vector<SequenceStep> body;
   int line = 0;
 };
 
@@ -126,6 +134,10 @@ struct OpDef {
   Expr cycles;
   std::string file;
   int line = 0;
+  // Serial pieces along a reduce dim add their partial sums in another order than the whole op
+  // (an extension whose sequence loops outside the reducing primitive): f32 results then match
+  // the whole op within the reassociation bound, not bit for bit.
+  bool reassociates = false;
   std::vector<TemporaryDef> temporaries;  // extension ops: local scratch tensors of a piece
   std::vector<SequenceStep> sequence;     // extension ops: the primitive instructions of a piece
 

@@ -64,6 +64,34 @@ std::vector<const OpDef*> by_opcode(const OpTable& ops) {
   return v;
 }
 
+std::string view_str(const ViewDef& v) {
+  std::string s = fmt::format("{}[{}", v.tensor, fmt::join(v.axes, ","));
+  std::vector<std::string> fixed;
+  for (const auto& [dim, index] : v.fixed) fixed.push_back(dim + "=" + index.text());
+  if (!fixed.empty()) s += fmt::format(" | {}", fmt::join(fixed, ", "));
+  return s + "]";
+}
+
+std::string sequence_markdown(const std::vector<SequenceStep>& steps, const std::string& indent) {
+  std::string s;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const SequenceStep& st = steps[i];
+    const std::string when = st.when.text().empty() ? "" : fmt::format(" when `{}`", st.when.text());
+    if (!st.prim) {
+      std::vector<std::string> loops;
+      for (const auto& [var, dim] : st.loops) loops.push_back(var + " in " + dim);
+      s += fmt::format("{}{}. repeat for {}{}:\n", indent, i + 1, fmt::join(loops, ", "), when);
+      s += sequence_markdown(st.body, indent + "    ");
+      continue;
+    }
+    std::vector<std::string> args;
+    for (size_t k = 0; k < st.operands.size(); ++k)
+      args.push_back(fmt::format("{}={}", st.prim->operands[k].name, view_str(st.operands[k])));
+    s += fmt::format("{}{}. `{} {}`{}\n", indent, i + 1, st.prim->name, fmt::join(args, " "), when);
+  }
+  return s;
+}
+
 }  // namespace
 
 std::string op_list(const OpTable& ops) {
@@ -127,15 +155,7 @@ std::string op_reference_markdown(const OpTable& ops) {
           t.push_back(fmt::format("{}[{}] {}", td.name, fmt::join(td.dims, ","), dtype_name(td.dtype)));
         s += fmt::format("\nTemporaries: {}.\n", fmt::join(t, "; "));
       }
-      s += "\nSequence (one piece):\n\n";
-      for (size_t i = 0; i < op.sequence.size(); ++i) {
-        const SequenceStep& st = op.sequence[i];
-        std::vector<std::string> args;
-        for (size_t k = 0; k < st.operands.size(); ++k)
-          args.push_back(fmt::format("{}={}[{}]", st.prim->operands[k].name, st.operands[k].tensor,
-                                     fmt::join(st.operands[k].axes, ",")));
-        s += fmt::format("{}. `{} {}`\n", i + 1, st.prim->name, fmt::join(args, " "));
-      }
+      s += "\nSequence (one piece):\n\n" + sequence_markdown(op.sequence, "");
     }
   }
   return s;

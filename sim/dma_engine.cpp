@@ -15,7 +15,8 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& name, uint64_t period_ps, ui
 uint64_t DmaEngine::transfer(Channel channel, uint64_t bytes, uint64_t span_begin,
                              uint64_t span_end, uint64_t copies, int route) {
   if (bytes == 0) return 0;
-  if (latency_cycles_ > 0) sc_core::wait(sc_core::sc_time::from_value(latency_cycles_ * period_ps_));
+  if (latency_cycles_ > 0)
+    sc_core::wait(sc_core::sc_time::from_value(latency_cycles_ * period_ps_));
   const uint64_t t_data = sc_core::sc_time_stamp().value();
   // The payload carries no data: timing only. Data moves through DMI (parent_view).
   TransferExtension ext;
@@ -54,8 +55,7 @@ isa::MemoryView DmaEngine::parent_view() {
     tlm::tlm_dmi dmi;
     gp.set_address(0);
     gp.set_command(tlm::TLM_READ_COMMAND);
-    if (socket->get_direct_mem_ptr(gp, dmi))
-      dmi_ = {dmi.get_dmi_ptr(), dmi.get_end_address() + 1};
+    if (socket->get_direct_mem_ptr(gp, dmi)) dmi_ = {dmi.get_dmi_ptr(), dmi.get_end_address() + 1};
   }
   return dmi_;
 }

@@ -12,9 +12,9 @@
 
 #include <cstdint>
 
+#include <tlm_utils/simple_initiator_socket.h>
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/simple_initiator_socket.h>
 
 #include "isa/reference.h"
 #include "sim/memory.h"

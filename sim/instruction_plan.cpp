@@ -20,9 +20,10 @@ bool overlaps(std::pair<uint64_t, uint64_t> a, std::pair<uint64_t, uint64_t> b) 
 
 // Inputs whose view is the same in every piece and that no output of the instruction touches.
 InstructionPlan with_static_operands(const isa::OpDef& op, const isa::Instruction& instr,
-                                     std::vector<isa::Instruction> pieces) {
+                                     isa::SequentialPlan seq) {
   InstructionPlan plan;
-  plan.pieces = std::move(pieces);
+  plan.pieces = std::move(seq.pieces);
+  plan.finalize = std::move(seq.finalize);
   for (size_t o = 0; o < op.operands.size(); ++o) {
     if (op.operands[o].role != isa::OperandRole::in) continue;
     const isa::TensorRef& view = plan.pieces.front().operands[o];
@@ -73,14 +74,16 @@ InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
     return plan;
   };
   InstructionPlan safe = finish(with_static_operands(
-      op, instr, isa::sequential(op, ops, instr, isa::NodeBudget{budget, node.fanout, node.where})));
+      op, instr,
+      isa::plan_sequential(op, ops, instr, isa::NodeBudget{budget, node.fanout, node.where})));
   const uint64_t s = static_bytes(safe);
   if (s == 0 || n == 1) return safe;
   const uint64_t tight_budget = sub_block(node.capacity - s, n) + s;
   if (tight_budget <= budget) return safe;
   InstructionPlan tight = finish(with_static_operands(
       op, instr,
-      isa::sequential(op, ops, instr, isa::NodeBudget{tight_budget, node.fanout, node.where})));
+      isa::plan_sequential(op, ops, instr,
+                           isa::NodeBudget{tight_budget, node.fanout, node.where})));
   if (static_bytes(tight) + n * tight.subblock_bytes <= node.capacity) return tight;
   return safe;
 }
@@ -99,6 +102,25 @@ std::vector<StaticRequest> translated_requests(const InstructionPlan& plan,
     const int o = plan.static_operands[i];
     out[i].view.address += to.operands[o].address - from.operands[o].address;
   }
+  return out;
+}
+
+std::optional<InstructionPlan> translated_plan(const InstructionPlan& plan,
+                                               const isa::Instruction& from,
+                                               const isa::Instruction& to) {
+  InstructionPlan out = plan;
+  for (isa::Instruction& p : out.pieces)
+    for (size_t o = 0; o < p.operands.size(); ++o)
+      p.operands[o].address += to.operands[o].address - from.operands[o].address;
+  // Finalize work names whole operands of the instruction (a merge over its output).
+  for (isa::Instruction& f : out.finalize)
+    for (isa::TensorRef& t : f.operands) {
+      size_t o = 0;
+      while (o < from.operands.size() && from.operands[o] != t) ++o;
+      if (o == from.operands.size()) return std::nullopt;
+      t.address += to.operands[o].address - from.operands[o].address;
+    }
+  out.requests = translated_requests(plan, from, to);
   return out;
 }
 
@@ -131,9 +153,9 @@ void check_smallest_piece(const isa::OpDef& op, const isa::OpTable& ops,
     if (k == isa::DimKind::parallel || k == isa::DimKind::reduce)
       r.len[d] = std::min<int64_t>(ext[d], 1);
   }
-  isa::sequential(op, ops, isa::slice_instruction(op, instr, r),
-                  isa::NodeBudget{sub_block(node.capacity, node.pipeline_depth), node.fanout,
-                                  node.where});
+  isa::sequential(
+      op, ops, isa::slice_instruction(op, instr, r),
+      isa::NodeBudget{sub_block(node.capacity, node.pipeline_depth), node.fanout, node.where});
 }
 
 std::string instruction_text(const isa::OpDef& op, const isa::Instruction& instr) {

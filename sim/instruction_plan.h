@@ -16,9 +16,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "isa/decompose/sequential.h"
 #include "isa/program.h"
 #include "sim/tensor_permutation_table.h"
 
@@ -27,15 +29,18 @@ namespace fracsim::sim {
 struct NodeShape {
   uint64_t capacity = 0;  // local memory bytes
   int pipeline_depth = 1;
-  int fanout = 1;         // children (1 at a leaf)
-  std::string where;      // names the node in errors
+  int fanout = 1;     // children (1 at a leaf)
+  std::string where;  // names the node in errors
 };
 
 struct InstructionPlan {
-  std::vector<isa::Instruction> pieces;   // in the parent's memory, in issue order
-  std::vector<int> static_operands;       // operand indices held in the static segment
-  std::vector<StaticRequest> requests;    // per static operand: its view and tile bytes
-  uint64_t subblock_bytes = 0;            // one cyclic sub-block
+  std::vector<isa::Instruction> pieces;  // in the parent's memory, in issue order
+  // Work after the last piece, in place on the parent's memory (isa::plan_sequential: the
+  // merge of runs sorted piece by piece), done by the node's LFU (at a leaf, its unit).
+  std::vector<isa::Instruction> finalize;
+  std::vector<int> static_operands;     // operand indices held in the static segment
+  std::vector<StaticRequest> requests;  // per static operand: its view and tile bytes
+  uint64_t subblock_bytes = 0;          // one cyclic sub-block
 };
 
 InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
@@ -48,6 +53,14 @@ InstructionPlan root_plan(const isa::Instruction& instr);
 // The static requests of `to`, an instruction congruent with `from` (same key): the views of
 // `plan` (made for `from`) moved by each operand's address difference.
 std::vector<StaticRequest> translated_requests(const InstructionPlan& plan,
+                                               const isa::Instruction& from,
+                                               const isa::Instruction& to);
+
+// The plan of `to`, an instruction congruent with `from` (same key): `plan` (made for `from`)
+// with each operand's views moved by that operand's address difference. Exact, because slicing
+// moves with the address and the decomposition depends on shapes, strides and overlaps only.
+// Empty when some finalize operand is not one of the instruction's operands.
+std::optional<InstructionPlan> translated_plan(const InstructionPlan& plan,
                                                const isa::Instruction& from,
                                                const isa::Instruction& to);
 

@@ -5,10 +5,10 @@
 // and the memory's). Unfolded runs bind each DMA engine straight to its parent's memory.
 #pragma once
 
-#include <systemc>
-#include <tlm>
 #include <tlm_utils/multi_passthrough_initiator_socket.h>
 #include <tlm_utils/multi_passthrough_target_socket.h>
+#include <systemc>
+#include <tlm>
 
 namespace fracsim::sim {
 

@@ -4,6 +4,7 @@
 
 #include "isa/decompose/piece.h"
 #include "isa/error.h"
+#include "isa/extension.h"
 
 namespace fracsim::sim {
 namespace {
@@ -12,15 +13,35 @@ namespace {
 // isa/ops/*.yaml) over its dims and the leaf's unit parameters for the time.
 class ModelLeafUnit : public LeafUnit {
  public:
-  explicit ModelLeafUnit(const LevelSpec& leaf) : params_(unit_parameter_values(leaf)) {}
+  explicit ModelLeafUnit(const LevelSpec& leaf)
+      : matrix_(leaf.matrix), params_(unit_parameter_values(leaf)) {}
 
-  uint64_t run(const isa::OpDef& op, const isa::Instruction& instr,
-               isa::MemoryView* mem) override {
+  uint64_t run(const isa::OpDef& op, const isa::Instruction& instr, isa::MemoryView* mem) override {
     if (mem) isa::execute_reference(op, instr, *mem);
-    return unit_cycles(op, instr, params_);
+    return cycles(op, instr);
   }
 
  private:
+  // An extension op's piece takes the cycles of its primitive steps, one after another.
+  uint64_t cycles(const isa::OpDef& op, const isa::Instruction& instr) {
+    if (op.is_extension()) {
+      const isa::Expansion x = isa::expand_sequence(op, instr);
+      uint64_t total = 0;
+      for (size_t s = 0; s < x.steps.size(); ++s) total += cycles(*x.step_ops[s], x.steps[s]);
+      return total;
+    }
+    if (op.unit == "matrix" && !instr.operands.empty()) {
+      // The MAC array's shape depends on the input dtype (narrow integers pack more MACs).
+      const MatrixShape m = matrix_.for_dtype(instr.operands[0].dtype);
+      params_["rows"] = m.rows;
+      params_["cols"] = m.cols;
+    }
+    return unit_cycles(op, instr, params_);
+  }
+
+
+ private:
+  MatrixUnitSpec matrix_;
   std::map<std::string, int64_t> params_;
 };
 
@@ -33,7 +54,10 @@ std::map<std::string, LeafUnitFactory>& registry() {
 }  // namespace
 
 std::map<std::string, int64_t> unit_parameter_values(const LevelSpec& leaf) {
-  return {{"rows", leaf.matrix.rows}, {"cols", leaf.matrix.cols}, {"lanes", leaf.vector.lanes}};
+  return {{"rows", leaf.matrix.rows},
+          {"cols", leaf.matrix.cols},
+          {"lanes", leaf.vector.lanes},
+          {"width", leaf.sort.width}};
 }
 
 uint64_t unit_cycles(const isa::OpDef& op, const isa::Instruction& instr,

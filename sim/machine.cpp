@@ -3,8 +3,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <chrono>
-#include <cstdio>
 
 #include <fmt/format.h>
 
@@ -57,43 +55,36 @@ void check_pieces_fit(const MachineSpec& spec, const isa::OpTable& ops, const is
   }
 }
 
-}  // namespace
-
-RunResult simulate(const MachineSpec& spec, const isa::OpTable& ops, const isa::Program& program,
-                   Mode mode, const SimOptions& options) {
+// One simulation; throws FoldPoolExhausted when a folding pool is too small.
+RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::Program& program,
+                   Mode mode, const SimOptions& options, bool fold,
+                   const std::vector<int64_t>& pools) {
   const uint64_t reserved = isa::align_up(program.footprint, isa::kTileAlign);
-  if (reserved >= spec.root.memory.capacity)
-    throw ConfigError(fmt::format(
-        "{}: program {} needs {} bytes of main memory (plus room for partial results) but the "
-        "machine's root memory holds {}", spec.file, program.name, program.footprint,
-        spec.root.memory.capacity));
-  auto T0=std::chrono::steady_clock::now(); auto T=[&](const char* w){fprintf(stderr,"%s %.4f\n",w,std::chrono::duration<double>(std::chrono::steady_clock::now()-T0).count());};
-  check_pieces_fit(spec, ops, program);
-  T("check");
 
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
   fresh_simcontext();
   sc_core::sc_report_handler::set_actions("/IEEE_Std_1666/deprecated", sc_core::SC_DO_NOTHING);
   MachineTree tree(spec);
-  T("tree");
   RunContext ctx;
   ctx.ops = &ops;
   ctx.spec = &spec;
   ctx.tree = &tree;
   ctx.functional = mode == Mode::functional;
-  ctx.fold = !ctx.functional && options.fold;
+  ctx.fold = fold;
   ctx.trace = options.trace;
   ctx.progress = options.progress;
   ctx.done.total = program.instructions.size();
 
   // The simulated nodes: the whole machine, each DMA engine bound to its parent's memory; or,
-  // folding, a pool of at most fold_pool nodes per level behind an Interconnect that reaches
+  // folding, a pool of `pools[level]` nodes per level behind an Interconnect that reaches
   // every memory of the pool above.
   std::vector<std::unique_ptr<Node>> nodes;
   std::vector<std::unique_ptr<Interconnect>> interconnects;
   nodes.push_back(std::make_unique<Node>("root", spec, -1, reserved, ctx));
   std::vector<std::pair<Node*, std::string>> above{{nodes.back().get(), "root"}};
   ctx.pools.resize(spec.levels.size());
+  ctx.pool_sizes = pools;
+  ctx.plans.resize(spec.levels.size());
   for (size_t l = 0; l < spec.levels.size(); ++l) {
     const LevelSpec& ls = spec.levels[l];
     std::vector<std::pair<Node*, std::string>> here;
@@ -112,8 +103,7 @@ RunResult simulate(const MachineSpec& spec, const isa::OpTable& ops, const isa::
           std::make_unique<Interconnect>(fmt::format("{}_interconnect", ls.name).c_str()));
       Interconnect& ic = *interconnects.back();
       for (auto& parent : above) ic.to_parents.bind(parent.first->memory().socket);
-      const int64_t pool = std::min<int64_t>(spec.nodes_at(l), std::max(1, options.fold_pool));
-      for (int64_t j = 0; j < pool; ++j) {
+      for (int64_t j = 0; j < pools[l]; ++j) {
         std::string name = fmt::format("{}{}", ls.name, j);
         nodes.push_back(std::make_unique<Node>(name.c_str(), spec, static_cast<int>(l), 0, ctx));
         Node* n = nodes.back().get();
@@ -125,7 +115,6 @@ RunResult simulate(const MachineSpec& spec, const isa::OpTable& ops, const isa::
     }
     above = std::move(here);
   }
-  T("nodes");
   Node& root = *nodes.front();
   if (ctx.functional) {
     isa::MemoryView mem = root.memory().view();
@@ -134,7 +123,6 @@ RunResult simulate(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   ProgramDriver driver("driver", program, root);
 
   sc_core::sc_start();
-  T("run");
   if (ctx.error) std::rethrow_exception(ctx.error);
   if (driver.completion.remaining != 0) {
     std::string busy;
@@ -142,25 +130,59 @@ RunResult simulate(const MachineSpec& spec, const isa::OpTable& ops, const isa::
       std::string b = n->describe_busy();
       if (!b.empty()) busy += (busy.empty() ? "" : "; ") + b;
     }
-    throw InternalError(fmt::format("the run stopped making progress at {} ps with {} of {} "
-                                    "instructions unfinished: {}", sc_core::sc_time_stamp().value(),
-                                    driver.completion.remaining, program.instructions.size(),
-                                    busy.empty() ? "no stage busy" : busy));
+    throw InternalError(
+        fmt::format("the run stopped making progress at {} ps with {} of {} "
+                    "instructions unfinished: {}",
+                    sc_core::sc_time_stamp().value(), driver.completion.remaining,
+                    program.instructions.size(), busy.empty() ? "no stage busy" : busy));
   }
 
   RunResult r;
+  r.nodes.reserve(tree.size());
   r.mode = mode;
   r.folded = ctx.fold;
   r.picoseconds = sc_core::sc_time_stamp().value();
   r.cycles = (r.picoseconds + root.period_ps() - 1) / root.period_ps();
   for (size_t id : tree.level_order())
-    r.nodes.push_back(NodeReport{tree[id].path, tree[id].level, tree[id].stats});
+    r.nodes.push_back(NodeReport{std::move(tree[id].path), tree[id].level, tree[id].stats});
   if (ctx.functional) {
     r.memory.resize(program.footprint);
     std::memcpy(r.memory.data(), root.memory().view().data, program.footprint);
   }
-  T("result");
   return r;
+}
+
+}  // namespace
+
+RunResult simulate(const MachineSpec& spec, const isa::OpTable& ops, const isa::Program& program,
+                   Mode mode, const SimOptions& options) {
+  const uint64_t reserved = isa::align_up(program.footprint, isa::kTileAlign);
+  if (reserved >= spec.root.memory.capacity)
+    throw ConfigError(fmt::format(
+        "{}: program {} needs {} bytes of main memory (plus room for partial results) but the "
+        "machine's root memory holds {}",
+        spec.file, program.name, program.footprint, spec.root.memory.capacity));
+  check_pieces_fit(spec, ops, program);
+  const bool fold = mode == Mode::timing && options.fold;
+  // Folding: how many simulated nodes each level's pool needs is known only by running. Pools
+  // start small (simulated nodes cost time to build); a run that runs out at a level starts
+  // again with that level's pool, and the pools below it, at least twice what it needed then.
+  // Runs are deterministic, and a pool as large as its level cannot run out. Classes multiply
+  // down the tree (a simulated node may need several children at once), so deeper levels start
+  // with larger pools.
+  std::vector<int64_t> pools;
+  for (size_t l = 0; l < spec.levels.size(); ++l)
+    pools.push_back(std::min<int64_t>(
+        spec.nodes_at(l), std::max(1, options.fold_pool) * static_cast<int64_t>(l + 1)));
+  while (true) {
+    try {
+      return run_once(spec, ops, program, mode, options, fold, pools);
+    } catch (const FoldPoolExhausted& e) {
+      if (options.trace) options.trace->clear();
+      for (size_t l = e.level; l < spec.levels.size(); ++l)
+        pools[l] = std::min<int64_t>(spec.nodes_at(l), std::max(pools[l], 2 * e.needed));
+    }
+  }
 }
 
 }  // namespace fracsim::sim

@@ -25,10 +25,12 @@ struct SimOptions {
   // Timing mode: simulate one child per class of congruent children and account for all
   // (identical cycles and counters to an unfolded run). Ignored in functional mode.
   bool fold = true;
-  // With folding, the simulated nodes per level: they play whichever nodes of the level the
-  // classes need at a time (a run needing more at once stops with an error that says so).
+  // With folding, the simulated nodes per level at first, times the level's depth (1 for the
+  // level under the root): they play whichever nodes of the level the classes need at a time.
+  // A run that needs more at once is run again with larger pools (same results; a retry costs
+  // one more run).
   int fold_pool = 2;
-  TraceRecorder* trace = nullptr;                  // records the stages of simulated nodes
+  TraceRecorder* trace = nullptr;                 // records the stages of simulated nodes
   std::function<void(const Progress&)> progress;  // after each program instruction
 };
 
@@ -40,9 +42,9 @@ struct NodeReport {
 
 struct RunResult {
   Mode mode = Mode::timing;
-  bool folded = false;       // congruent children were simulated once (timing mode)
-  uint64_t cycles = 0;       // at the root clock
-  uint64_t picoseconds = 0;  // simulated time
+  bool folded = false;            // congruent children were simulated once (timing mode)
+  uint64_t cycles = 0;            // at the root clock
+  uint64_t picoseconds = 0;       // simulated time
   std::vector<NodeReport> nodes;  // the root first, then level by level
   std::vector<uint8_t> memory;    // functional mode: the main memory's first `footprint` bytes
 };

@@ -1,7 +1,5 @@
 #include "sim/machine_tree.h"
 
-#include <fmt/format.h>
-
 namespace fracsim::sim {
 
 MachineTree::MachineTree(const MachineSpec& spec) {
@@ -27,9 +25,13 @@ MachineTree::MachineTree(const MachineSpec& spec) {
     n.level = f.level;
     if (f.level >= 0) n.tpt = TensorPermutationTable(spec.levels[f.level].memory.capacity);
     const int children = fanout_[f.level + 1];
-    for (int i = children; i-- > 0;)
-      stack.push_back({f.id + 1 + i * subtree_[f.level + 2], f.level + 1,
-                       fmt::format("{}.{}{}", f.path, spec.levels[f.level + 1].name, i)});
+    for (int i = children; i-- > 0;) {
+      std::string path = f.path;
+      path += '.';
+      path += spec.levels[f.level + 1].name;
+      path += std::to_string(i);
+      stack.push_back({f.id + 1 + i * subtree_[f.level + 2], f.level + 1, std::move(path)});
+    }
   }
 }
 
@@ -67,9 +69,7 @@ void MachineTree::copy_state_below(size_t rep, size_t member) {
 
 void MachineTree::update_below_digest(size_t id) {
   uint64_t h = 1469598103934665603ULL;
-  auto mix = [&](uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  };
+  auto mix = [&](uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
   for (int i = 0; i < fanout(id); ++i) {
     const TreeNode& c = nodes_[child(id, i)];
     mix(c.tpt.digest());

@@ -1,7 +1,8 @@
 #include "sim/memory.h"
 
-#include <cstdlib>
 #include <cstring>
+
+#include <sys/mman.h>
 
 #include <fmt/format.h>
 
@@ -11,11 +12,15 @@ namespace fracsim::sim {
 
 Memory::Memory(const sc_core::sc_module_name& name, const MemorySpec& spec, bool storage)
     : sc_module(name), socket("socket"), spec_(spec), share_(spec.bandwidth) {
-  if (storage) {
-    data_ = static_cast<uint8_t*>(std::calloc(spec.capacity, 1));
-    if (!data_ && spec.capacity > 0)
-      throw ConfigError(fmt::format("cannot allocate {} bytes of host memory for a functional run",
-                                    spec.capacity));
+  if (storage && spec.capacity > 0) {
+    // Reserve address space only: pages are zero until touched, so a 256 GiB main memory costs
+    // what the program uses.
+    void* p = mmap(nullptr, spec.capacity, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+      throw ConfigError(fmt::format(
+          "cannot reserve {} bytes of host address space for a functional run", spec.capacity));
+    data_ = static_cast<uint8_t*>(p);
   }
   socket.register_b_transport(this, &Memory::b_transport);
   socket.register_get_direct_mem_ptr(this, &Memory::get_direct_mem_ptr);
@@ -25,7 +30,9 @@ Memory::Memory(const sc_core::sc_module_name& name, const MemorySpec& spec, bool
   dont_initialize();
 }
 
-Memory::~Memory() { std::free(data_); }
+Memory::~Memory() {
+  if (data_) munmap(data_, spec_.capacity);
+}
 
 void Memory::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
   // Approximately-timed initiators may pass a delay; this model runs at the target's time.
@@ -75,8 +82,10 @@ unsigned int Memory::transport_dbg(int, tlm::tlm_generic_payload& gp) {
   const uint64_t a = gp.get_address(), n = gp.get_data_length();
   if (!data_ || a >= spec_.capacity) return 0;
   const uint64_t len = std::min<uint64_t>(n, spec_.capacity - a);
-  if (gp.is_read()) std::memcpy(gp.get_data_ptr(), data_ + a, len);
-  else if (gp.is_write()) std::memcpy(data_ + a, gp.get_data_ptr(), len);
+  if (gp.is_read())
+    std::memcpy(gp.get_data_ptr(), data_ + a, len);
+  else if (gp.is_write())
+    std::memcpy(data_ + a, gp.get_data_ptr(), len);
   return static_cast<unsigned int>(len);
 }
 

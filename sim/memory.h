@@ -16,9 +16,9 @@
 #include <cstdint>
 #include <functional>
 
+#include <tlm_utils/multi_passthrough_target_socket.h>
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include "isa/reference.h"
 #include "sim/machine_spec.h"
@@ -28,11 +28,11 @@ namespace fracsim::sim {
 
 // What a DMA batch tells the memory beyond the generic payload.
 struct TransferExtension : tlm::tlm_extension<TransferExtension> {
-  uint64_t link_bandwidth = 0;  // bytes per second: the initiator's link caps its rate
-  uint64_t copies = 1;          // identical initiators this transfer stands for (folding)
+  uint64_t link_bandwidth = 0;            // bytes per second: the initiator's link caps its rate
+  uint64_t copies = 1;                    // identical initiators this transfer stands for (folding)
   uint64_t span_begin = 0, span_end = 0;  // bytes of this memory the batch touches
-  sc_core::sc_event* done = nullptr;       // notified when the data phase ends
-  int route = 0;  // which parent memory, through an Interconnect (folding)
+  sc_core::sc_event* done = nullptr;      // notified when the data phase ends
+  int route = 0;                          // which parent memory, through an Interconnect (folding)
 
   tlm::tlm_extension_base* clone() const override { return new TransferExtension(*this); }
   void copy_from(const tlm::tlm_extension_base& other) override {
@@ -43,7 +43,7 @@ struct TransferExtension : tlm::tlm_extension<TransferExtension> {
 class Memory : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Memory);
-  // `storage`: allocate the bytes (functional mode); zero pages are allocated lazily by the OS.
+  // `storage`: back the bytes (functional mode); pages are reserved lazily, zero until written.
   Memory(const sc_core::sc_module_name& name, const MemorySpec& spec, bool storage);
   ~Memory() override;
 

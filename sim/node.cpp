@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "isa/error.h"
+#include "sim/node_piece.h"
 
 namespace fracsim::sim {
 
@@ -12,25 +13,7 @@ std::ostream& operator<<(std::ostream& os, const Job& job) {
   return os << "job(opcode " << job.instr.opcode << ")";
 }
 
-struct Node::Piece {
-  const isa::OpDef* op = nullptr;
-  std::shared_ptr<const isa::Instruction> instr;  // the instruction this piece belongs to
-  isa::Instruction part;   // the piece, operands in the parent's memory
-  isa::Instruction local;  // the piece, operands in this node's memory
-  std::vector<isa::Transfer> loads, stores;
-  isa::ParallelSplit split;  // children's instructions and LFU work (not at a leaf)
-  std::vector<std::pair<uint64_t, uint64_t>> reads, writes;  // spans in the parent's memory
-  std::vector<std::pair<uint64_t, uint64_t>> local_writes;   // out tiles and scratch, here
-  size_t index = 0, count = 1;
-  size_t tree_node = 0;
-  uint64_t copies = 1;
-  int route = 0;
-  Completion* completion = nullptr;  // set on the last piece of an instruction
-};
-
 namespace {
-enum Stage { kId, kLd, kEx, kRd, kWb };
-constexpr const char* kStageName[] = {"ID", "LD", "EX", "RD", "WB"};
 
 bool overlaps(const std::vector<std::pair<uint64_t, uint64_t>>& a,
               const std::vector<std::pair<uint64_t, uint64_t>>& b) {
@@ -100,17 +83,6 @@ Node::~Node() {
   for (Piece* p : in_flight_) delete p;
 }
 
-template <typename Body>
-void Node::guarded(Body&& body) {
-  try {
-    while (true) body();
-  } catch (...) {
-    if (!ctx_.error) ctx_.error = std::current_exception();
-    sc_core::sc_stop();
-    sc_core::wait();  // park this process for good
-  }
-}
-
 void Node::wait_cycles(uint64_t cycles) {
   if (cycles > 0) wait(sc_time::from_value(cycles * period_ps_));  // resolution: 1 ps
 }
@@ -123,8 +95,7 @@ uint64_t Node::cycles_since(const sc_time& t0) const {
 void Node::trace(int stage, const Piece& p, const sc_time& t0) {
   if (!ctx_.trace || sc_core::sc_time_stamp() == t0) return;
   ctx_.trace->name_node(p.tree_node, (*ctx_.tree)[p.tree_node].path);
-  ctx_.trace->record(p.tree_node, stage, &p.op->name, t0.value(),
-                     sc_core::sc_time_stamp().value());
+  ctx_.trace->record(p.tree_node, stage, &p.op->name, t0.value(), sc_core::sc_time_stamp().value());
 }
 
 void Node::invalidate_children(uint64_t begin, uint64_t end) {
@@ -184,9 +155,10 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, const isa::Instruction& part
   if (!is_leaf_) {
     p->split = isa::parallel(op, *ctx_.ops, p->local, fanout_, base);
     if (base + p->split.scratch_bytes > end)
-      throw ConfigError(fmt::format("{}: {}: partial results need {} bytes more than a cyclic "
-                                    "sub-block holds", (*ctx_.tree)[tree_node_].path, op.name,
-                                    base + p->split.scratch_bytes - end));
+      throw ConfigError(
+          fmt::format("{}: {}: partial results need {} bytes more than a cyclic "
+                      "sub-block holds",
+                      (*ctx_.tree)[tree_node_].path, op.name, base + p->split.scratch_bytes - end));
     p->local_writes.emplace_back(base, base + p->split.scratch_bytes);
   }
   for (size_t o = 0; o < op.operands.size(); ++o) {
@@ -221,7 +193,10 @@ void Node::id_stage() {
       p->instr = instr;
       p->index = i;
       p->count = n;
-      if (i + 1 == n) p->completion = job.completion;
+      if (i + 1 == n) {
+        p->completion = job.completion;
+        p->finalize = plan_->finalize;
+      }
       holding_[kId] = p;
       wait_cycles(controller_.decode_cycles);
       stats()[Counter::decode_cycles] += controller_.decode_cycles;
@@ -255,8 +230,8 @@ void Node::ld_stage() {
     uint64_t cycles = 0;
     if (!is_root_) {
       const auto span = parent_span(p->loads);
-      cycles = dma_->transfer(DmaEngine::kRead, bytes, span.first, span.second, p->copies,
-                              p->route);
+      cycles =
+          dma_->transfer(DmaEngine::kRead, bytes, span.first, span.second, p->copies, p->route);
       if (ctx_.functional) {
         isa::MemoryView from = dma_->parent_view(), to = memory_->view();
         for (const isa::Transfer& t : p->loads) isa::copy_tensor(t.parent, from, t.local, to);
@@ -297,28 +272,6 @@ void Node::ex_stage() {
   });
 }
 
-void Node::rd_stage() {
-  guarded([&] {
-    Piece* p = nullptr;
-    to_rd_.read(p);
-    holding_[kRd] = p;
-    const sc_time t0 = sc_core::sc_time_stamp();
-    uint64_t cycles = 0;
-    for (const isa::Instruction& r : p->split.reductions) {
-      const uint64_t elements = static_cast<uint64_t>(r.operands.back().elements());
-      stats()[Counter::lfu_elements] += elements;
-      cycles += (elements + controller_.lfu_throughput - 1) / controller_.lfu_throughput;
-      if (ctx_.functional)
-        isa::execute_reference(ctx_.ops->get(r.opcode), r, memory_->view());
-    }
-    wait_cycles(cycles);
-    stats()[Counter::reduce_cycles] += cycles;
-    holding_[kRd] = nullptr;
-    trace(kRd, *p, t0);
-    to_wb_.write(p);
-  });
-}
-
 void Node::wb_stage() {
   guarded([&] {
     Piece* p = nullptr;
@@ -329,8 +282,8 @@ void Node::wb_stage() {
     uint64_t cycles = 0;
     if (!is_root_) {
       const auto span = parent_span(p->stores);
-      cycles = dma_->transfer(DmaEngine::kWrite, bytes, span.first, span.second, p->copies,
-                              p->route);
+      cycles =
+          dma_->transfer(DmaEngine::kWrite, bytes, span.first, span.second, p->copies, p->route);
       if (ctx_.functional) {
         isa::MemoryView from = memory_->view(), to = dma_->parent_view();
         for (const isa::Transfer& t : p->stores) isa::copy_tensor(t.local, from, t.parent, to);
@@ -338,13 +291,14 @@ void Node::wb_stage() {
     }
     stats()[Counter::writeback_cycles] += cycles;
     stats()[Counter::store_bytes] += bytes;
+    trace(kWb, *p, t0);
+    for (const isa::Instruction& f : p->finalize) run_finalize(f, *p);
     FRACSIM_ASSERT(!in_flight_.empty() && in_flight_.front() == p, "{}: write-back out of order",
                    name());
     in_flight_.pop_front();
     written_back_.notify(sc_core::SC_ZERO_TIME);
     subblocks_.post();
     holding_[kWb] = nullptr;
-    trace(kWb, *p, t0);
     if (p->completion) {
       // Its children are idle until the next instruction: their state is final for now.
       if (!is_leaf_ && !is_root_) ctx_.tree->update_below_digest(p->tree_node);

@@ -19,7 +19,9 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -55,12 +57,21 @@ struct Job {
   size_t tree_node = 0;  // the MachineTree node this job runs as
   uint64_t copies = 1;   // identical nodes it stands for (folding)
   Completion* completion = nullptr;
-  int route = 0;         // the parent's memory among those the level's Interconnect reaches
+  int route = 0;  // the parent's memory among those the level's Interconnect reaches
 };
 // sc_fifo prints its contents when asked; a job prints as its opcode.
 std::ostream& operator<<(std::ostream& os, const Job& job);
 
 class Node;
+
+// A folded run needed more simulated nodes at `level` at once than its pool holds; simulate()
+// starts again with a larger pool.
+struct FoldPoolExhausted : std::runtime_error {
+  FoldPoolExhausted(int l, int64_t n, const std::string& what)
+      : std::runtime_error(what), level(l), needed(n) {}
+  int level;
+  int64_t needed;  // simulated nodes the level needed at once when it ran out
+};
 
 // Shared by every node of one run.
 struct RunContext {
@@ -73,6 +84,12 @@ struct RunContext {
   std::function<void(const Progress&)> progress;
   // Folding: per level, the simulated nodes free to play a node of that level.
   std::vector<std::vector<Node*>> pools;
+  std::vector<int64_t> pool_sizes;
+  // Plans made so far, per level and congruence key, with the instruction each was made for:
+  // a congruent instruction's plan is a translation of it.
+  std::vector<std::map<std::vector<int64_t>,
+                       std::pair<isa::Instruction, std::shared_ptr<const InstructionPlan>>>>
+      plans;
   Progress done;
   std::exception_ptr error;  // the first error raised inside a process; the run stops on it
 };
@@ -114,9 +131,10 @@ class Node : public sc_core::sc_module {
   void guarded(Body&& body);
   void wait_cycles(uint64_t cycles);
   uint64_t cycles_since(const sc_core::sc_time& t0) const;
-  Piece* make_piece(const isa::OpDef& op, const isa::Instruction& part, int subblock,
-                    bool first);
+  Piece* make_piece(const isa::OpDef& op, const isa::Instruction& part, int subblock, bool first);
   void trace(int stage, const Piece& p, const sc_core::sc_time& t0);
+  // After an instruction's last write-back: its plan's finalize work on the parent's memory.
+  void run_finalize(const isa::Instruction& f, const Piece& p);
   NodeStats& stats() { return (*ctx_.tree)[tree_node_].stats; }
   // The children's permutation tables hold copies of this node's memory: drop what a write to
   // [begin, end) of it makes stale.
@@ -125,6 +143,9 @@ class Node : public sc_core::sc_module {
   void dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& instrs,
                 const std::vector<std::pair<uint64_t, uint64_t>>& local_writes);
   NodeShape child_shape(size_t child) const;
+  // The plan of a child's instruction (cached by congruence, so usually a translation).
+  std::shared_ptr<const InstructionPlan> child_plan(const isa::OpDef& op,
+                                                    const isa::Instruction& instr, size_t child);
 
   int level_;
   bool is_root_, is_leaf_;

@@ -29,6 +29,25 @@ struct ChildClass {
 
 }  // namespace
 
+std::shared_ptr<const InstructionPlan> Node::child_plan(const isa::OpDef& op,
+                                                        const isa::Instruction& instr,
+                                                        size_t child) {
+  auto& cache = ctx_.plans[level_ + 1];
+  std::vector<int64_t> key = congruence_key(instr);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    auto plan = std::make_shared<const InstructionPlan>(
+        plan_instruction(op, *ctx_.ops, instr, child_shape(child)));
+    cache.emplace(std::move(key), std::make_pair(instr, plan));
+    return plan;
+  }
+  if (it->second.first == instr) return it->second.second;
+  if (auto moved = translated_plan(*it->second.second, it->second.first, instr))
+    return std::make_shared<const InstructionPlan>(std::move(*moved));
+  return std::make_shared<const InstructionPlan>(
+      plan_instruction(op, *ctx_.ops, instr, child_shape(child)));
+}
+
 NodeShape Node::child_shape(size_t child) const {
   const MachineSpec& spec = *ctx_.spec;
   const int l = level_ + 1;
@@ -54,8 +73,7 @@ void Node::dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& i
   };
   if (!ctx_.fold) {
     for (size_t i = 0; i < instrs.size(); ++i) {
-      auto plan = std::make_shared<const InstructionPlan>(
-          plan_instruction(op, *ctx_.ops, instrs[i], child_shape(child[i])));
+      auto plan = child_plan(op, instrs[i], child[i]);
       classes.push_back({{static_cast<int>(i)}, plan, place(i, plan->requests, *plan)});
     }
   } else {
@@ -68,8 +86,7 @@ void Node::dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& i
     }
     for (const std::vector<int>* group : order) {
       const int first = group->front();
-      auto plan = std::make_shared<const InstructionPlan>(
-          plan_instruction(op, *ctx_.ops, instrs[first], child_shape(child[first])));
+      auto plan = child_plan(op, instrs[first], child[first]);
       const size_t begin = classes.size();
       for (int i : *group) {
         SegmentLayout layout =
@@ -81,9 +98,7 @@ void Node::dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& i
             break;
         if (c == classes.size()) {
           // A class of its own; its pieces must name its own addresses.
-          auto own = i == first ? plan
-                                : std::make_shared<const InstructionPlan>(plan_instruction(
-                                      op, *ctx_.ops, instrs[i], child_shape(child[i])));
+          auto own = i == first ? plan : child_plan(op, instrs[i], child[i]);
           classes.push_back({{}, own, std::move(layout)});
         }
         classes[c].members.push_back(i);
@@ -95,10 +110,13 @@ void Node::dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& i
   if (ctx_.fold) {
     std::vector<Node*>& pool = ctx_.pools[level_ + 1];
     if (pool.size() < classes.size())
-      throw InternalError(fmt::format(
-          "{}: folding needs {} more simulated nodes at level {} than its pool has free ({}); "
-          "run without folding (--no-fold) or with a larger pool", tree[tree_node_].path,
-          classes.size(), ctx_.spec->levels[level_ + 1].name, pool.size()));
+      throw FoldPoolExhausted(
+          level_ + 1,
+          ctx_.pool_sizes[level_ + 1] - static_cast<int64_t>(pool.size()) +
+              static_cast<int64_t>(classes.size()),
+          fmt::format("{}: folding needs {} simulated nodes at level {} but its pool has {} free",
+                      tree[tree_node_].path, classes.size(), ctx_.spec->levels[level_ + 1].name,
+                      pool.size()));
     runners.assign(pool.begin(), pool.begin() + static_cast<long>(classes.size()));
     pool.erase(pool.begin(), pool.begin() + static_cast<long>(classes.size()));
   } else {
@@ -109,7 +127,8 @@ void Node::dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& i
   for (size_t c = 0; c < classes.size(); ++c) {
     ChildClass& k = classes[c];
     const size_t rep = child[k.members[0]];
-    for (size_t m = 1; m < k.members.size(); ++m) tree.subtract_subtree_stats(rep, child[k.members[m]]);
+    for (size_t m = 1; m < k.members.size(); ++m)
+      tree.subtract_subtree_stats(rep, child[k.members[m]]);
     runners[c]->submit(Job{instrs[k.members[0]], k.plan, k.layout, rep, k.members.size(),
                            &children_done_, ctx_.fold ? port_ : 0});
   }

@@ -26,8 +26,10 @@ struct Digest {
 }  // namespace
 
 std::vector<TensorPermutationTable::Entry>& TensorPermutationTable::entries() {
-  if (!entries_) entries_ = std::make_shared<std::vector<Entry>>();
-  else if (entries_.use_count() > 1) entries_ = std::make_shared<std::vector<Entry>>(*entries_);
+  if (!entries_)
+    entries_ = std::make_shared<std::vector<Entry>>();
+  else if (entries_.use_count() > 1)
+    entries_ = std::make_shared<std::vector<Entry>>(*entries_);
   return *entries_;
 }
 
@@ -150,15 +152,15 @@ SegmentLayout TensorPermutationTable::place(const std::vector<StaticRequest>& re
     for (int pass = 0; pass < 2 && victim < 0; ++pass)
       for (size_t e = 0; e < table.size(); ++e) {
         if (pass == 0 && pinned[e]) continue;
-        if (victim < 0 || table[e].last_use < table[victim].last_use)
-          victim = static_cast<int>(e);
+        if (victim < 0 || table[e].last_use < table[victim].last_use) victim = static_cast<int>(e);
       }
     if (victim < 0) {
       uint64_t total = cyclic_bytes;
       for (size_t u : uniq) total += requests[u].bytes;
-      throw InternalError(fmt::format("static segment: {} bytes of static tiles and cyclic "
-                                      "segment do not fit a local memory of {} bytes",
-                                      total, capacity_));
+      throw InternalError(
+          fmt::format("static segment: {} bytes of static tiles and cyclic "
+                      "segment do not fit a local memory of {} bytes",
+                      total, capacity_));
     }
     table.erase(table.begin() + victim);
   }

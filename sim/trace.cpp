@@ -21,9 +21,7 @@ void TraceRecorder::record(size_t node, int stage, const std::string* name, uint
 }
 
 void TraceRecorder::name_node(size_t node, const std::string& path) {
-  for (const auto& n : names_)
-    if (n.first == node) return;
-  names_.emplace_back(node, path);
+  if (names_.count(node) == 0) names_.emplace(node, path);
 }
 
 std::string TraceRecorder::json() const {
@@ -32,8 +30,6 @@ std::string TraceRecorder::json() const {
     return std::tie(a.node, a.stage, a.begin, a.end, *a.name) <
            std::tie(b.node, b.stage, b.begin, b.end, *b.name);
   });
-  std::vector<std::pair<size_t, std::string>> names = names_;
-  std::sort(names.begin(), names.end());
   std::string out = "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n";
   bool first = true;
   auto line = [&](const std::string& s) {
@@ -41,14 +37,17 @@ std::string TraceRecorder::json() const {
     out += s;
     first = false;
   };
-  for (const auto& [node, path] : names) {
-    line(fmt::format(R"({{"ph": "M", "name": "process_name", "pid": {}, "args": {{"name": "{}"}}}})",
-                     node, path));
-    line(fmt::format(R"({{"ph": "M", "name": "process_sort_index", "pid": {}, "args": {{"sort_index": {}}}}})",
-                     node, node));
+  for (const auto& [node, path] : names_) {
+    line(
+        fmt::format(R"({{"ph": "M", "name": "process_name", "pid": {}, "args": {{"name": "{}"}}}})",
+                    node, path));
+    line(fmt::format(
+        R"({{"ph": "M", "name": "process_sort_index", "pid": {}, "args": {{"sort_index": {}}}}})",
+        node, node));
     for (int s = 0; s < 5; ++s)
-      line(fmt::format(R"({{"ph": "M", "name": "thread_name", "pid": {}, "tid": {}, "args": {{"name": "{}"}}}})",
-                       node, s, kStages[s]));
+      line(fmt::format(
+          R"({{"ph": "M", "name": "thread_name", "pid": {}, "tid": {}, "args": {{"name": "{}"}}}})",
+          node, s, kStages[s]));
   }
   for (const Event& e : ev)
     line(fmt::format(R"({{"ph": "X", "name": "{}", "pid": {}, "tid": {}, "ts": {}, "dur": {}}})",

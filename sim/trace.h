@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,10 +15,13 @@ namespace fracsim::sim {
 class TraceRecorder {
  public:
   // `name` must outlive the recorder (an op name from the op table, a stage name).
-  void record(size_t node, int stage, const std::string* name, uint64_t begin_ps,
-              uint64_t end_ps);
+  void record(size_t node, int stage, const std::string* name, uint64_t begin_ps, uint64_t end_ps);
   void name_node(size_t node, const std::string& path);
   size_t events() const { return events_.size(); }
+  void clear() {
+    events_.clear();
+    names_.clear();
+  }
   std::string json() const;
 
  private:
@@ -28,7 +32,7 @@ class TraceRecorder {
     uint64_t begin, end;
   };
   std::vector<Event> events_;
-  std::vector<std::pair<size_t, std::string>> names_;
+  std::map<size_t, std::string> names_;
 };
 
 }  // namespace fracsim::sim

@@ -3,7 +3,8 @@
 // children and the LFU reductions with the reference semantics gives what the whole instruction
 // gives. Integer results are bit-exact. f32 results are bit-exact unless a reduce dim was split
 // across children (the LFU then reassociates a sum): each element may then differ by at most
-// 2 * (R - 1) * 2^-24 * S, where R is the number of terms summed into it and S the same result
+// 2 * (R - 1) * 2^-24 * S (likewise for ops that declare `reassociates`), where R is the number
+// of terms summed into it and S the same result
 // computed on the inputs' absolute values, or the result itself when every term is
 // non-negative (the classic bound for two orders of a float sum).
 //
@@ -235,7 +236,7 @@ void property(const OpDef& op, const std::vector<DType>& row, uint64_t seed) {
     CAPTURE(text);
     for (size_t o = 0; o < op.operands.size(); ++o)
       if (op.operands[o].role == OperandRole::out)
-        check_equal(op, c, got, want, st.reductions > 0, c.instr.operands[o]);
+        check_equal(op, c, got, want, st.reductions > 0 || op.reassociates, c.instr.operands[o]);
     split_serially += st.pieces > static_cast<int64_t>(levels.size());
     split_across_children += st.leaf_runs > 1;
     reduced += st.reductions > 0;

@@ -56,7 +56,7 @@ TEST_CASE("broken op definitions name file, line and op") {
                    "dims: {M: parallel}\noperands:\n  - {name: x, role: in, dims: [M]}\n"
                    "dtypes: [[f32]]\nwork: M\ncycles: M\ncolour: red\n") ==
         "bad.yaml:10: colour: unknown key (expected one of: attributes, cycles, dims, dtypes, op, "
-        "opcode, operands, summary, unit, work)");
+        "opcode, operands, reassociates, summary, unit, work)");
   CHECK(load_error(std::string(kHead) +
                    "dims: {M: {reduce: add}}\noperands:\n  - {name: x, role: out, dims: [M]}\n"
                    "dtypes: [[f32]]\nwork: M\ncycles: M\n") ==

@@ -38,7 +38,8 @@ levels:
     leaf:
       matrix: {{rows: 4, cols: 4}}
       vector: {{lanes: 8}}
-)", root_memory, fanout, capacity, link);
+)",
+                     root_memory, fanout, capacity, link);
 }
 
 isa::Instruction matmul(const isa::TensorRef& a, const isa::TensorRef& b,
@@ -68,12 +69,18 @@ isa::Program program(std::vector<isa::Instruction> instrs, uint64_t footprint,
   return p;
 }
 
-RunResult run(const std::string& yaml, const isa::Program& p, Mode mode,
-              SimOptions options = {}) {
-  return simulate(parse_machine_spec(yaml, "m.yaml"), ops(), p, mode, options);
+RunResult run(const std::string& yaml, const isa::Program& p, Mode mode, const SimOptions& o = {}) {
+  return simulate(parse_machine_spec(yaml, "m.yaml"), ops(), p, mode, o);
 }
 
 uint64_t counter(const RunResult& r, int node, Counter c) { return r.nodes.at(node).stats[c]; }
+
+SimOptions options(bool fold, TraceRecorder* trace = nullptr) {
+  SimOptions o;
+  o.fold = fold;
+  o.trace = trace;
+  return o;
+}
 
 }  // namespace
 
@@ -86,10 +93,11 @@ TEST_CASE("one load at a given bandwidth and latency") {
   //            (the last byte arrives at 2 + 30 + 12.5 = 44.5 ns: the stage holds to 45)
   //   leaf EX  ceil(3/4) * ceil(2/4) * 5 + 7 = 12               45 -> 57
   //   leaf WB  24 B: 30 + 3 = 33                                57 -> 90
-  const std::string m = machine("{capacity: 1 MiB, bandwidth: 64 GB/s, latency: 5 ns}", 1,
-                                "4 KiB", "{bandwidth: 8 GB/s, latency: 24.5 ns}");
-  const isa::Program p = program({matmul(f32(0, {1, 3, 5}), f32(64, {1, 5, 2}), f32(128, {1, 3, 2}))},
-                                 192, f32(128, {1, 3, 2}));
+  const std::string m = machine("{capacity: 1 MiB, bandwidth: 64 GB/s, latency: 5 ns}", 1, "4 KiB",
+                                "{bandwidth: 8 GB/s, latency: 24.5 ns}");
+  const isa::Program p =
+      program({matmul(f32(0, {1, 3, 5}), f32(64, {1, 5, 2}), f32(128, {1, 3, 2}))}, 192,
+              f32(128, {1, 3, 2}));
   for (Mode mode : {Mode::timing, Mode::functional}) {
     RunResult r = run(m, p, mode);
     CHECK(counter(r, 1, Counter::load_bytes) == 100);
@@ -110,12 +118,12 @@ TEST_CASE("two siblings loading from one parent memory at once take twice as lon
   //   LD 256 / 8 = 32: 2 -> 34 (twice 16); EX 34 -> 57; WB 16 / 8 = 2: 57 -> 59.
   const std::string root = "{capacity: 1 MiB, bandwidth: 16 GB/s}";
   const std::string link = "{bandwidth: 16 GB/s}";
-  const isa::Program one = program(
-      {matmul(f32(0, {1, 2, 16}), f32(128, {1, 16, 2}), f32(256, {1, 2, 2}))}, 320,
-      f32(256, {1, 2, 2}));
-  const isa::Program two = program(
-      {matmul(f32(0, {1, 2, 16}), f32(128, {1, 16, 4}), f32(384, {1, 2, 4}))}, 448,
-      f32(384, {1, 2, 4}));
+  const isa::Program one =
+      program({matmul(f32(0, {1, 2, 16}), f32(128, {1, 16, 2}), f32(256, {1, 2, 2}))}, 320,
+              f32(256, {1, 2, 2}));
+  const isa::Program two =
+      program({matmul(f32(0, {1, 2, 16}), f32(128, {1, 16, 4}), f32(384, {1, 2, 4}))}, 448,
+              f32(384, {1, 2, 4}));
   for (Mode mode : {Mode::timing, Mode::functional}) {
     CAPTURE(mode == Mode::timing);
     RunResult alone = run(machine(root, 1, "3 KiB", link), one, mode);
@@ -123,7 +131,7 @@ TEST_CASE("two siblings loading from one parent memory at once take twice as lon
     CHECK(counter(alone, 1, Counter::load_cycles) == 16);
     CHECK(alone.cycles == 42);
     for (bool fold : {true, false}) {
-      RunResult both = run(machine(root, 2, "3 KiB", link), two, mode, SimOptions{fold, 16, {}, {}});
+      RunResult both = run(machine(root, 2, "3 KiB", link), two, mode, options(fold));
       for (int leaf : {1, 2}) {
         CHECK(counter(both, leaf, Counter::load_bytes) == 256);
         CHECK(counter(both, leaf, Counter::load_cycles) == 2 * 16);
@@ -190,12 +198,24 @@ TEST_CASE("a write to the parent memory invalidates the copy: the next use loads
   isa::Program q = p;
   q.instructions.erase(q.instructions.begin() + 1);
   CHECK(counter(run(kOneLevel, q, Mode::timing), 1, Counter::static_hits) == 2);
+
+  // Two leaves: each matmul is split by rows, so both leaves hold all of b; the eltwise is split
+  // by rows too, so each leaf's copy of b is overwritten in part by its sibling's write-back.
+  // Both must load b again; a, which nobody wrote, hits on both.
+  const std::string two = machine("{capacity: 1 MiB, bandwidth: 64 GB/s}", 2, "3 KiB",
+                                  "{bandwidth: 16 GB/s, latency: 10 ns}");
+  for (Mode mode : {Mode::timing, Mode::functional}) {
+    RunResult r = run(two, p, mode);
+    CHECK(counter(r, 1, Counter::static_hits) == 1);
+    CHECK(counter(r, 2, Counter::static_hits) == 1);
+    if (mode == Mode::functional) CHECK(isa::run_reference(p, ops()) == r.memory);
+  }
 }
 
 TEST_CASE("a leaf memory too small for the smallest piece is rejected before simulating") {
   // 384 B / 3 sub-blocks = 128 B; the smallest matmul piece has three 64-byte tiles.
-  const std::string m = machine("{capacity: 1 MiB, bandwidth: 64 GB/s}", 1, "384 B",
-                                "{bandwidth: 16 GB/s}");
+  const std::string m =
+      machine("{capacity: 1 MiB, bandwidth: 64 GB/s}", 1, "384 B", "{bandwidth: 16 GB/s}");
   CHECK_THROWS_WITH_AS(run(m, shared_weights(), Mode::timing),
                        "m.yaml: level core, program p instruction 1: matmul: the smallest piece "
                        "needs 192 bytes but a cyclic sub-block holds 128 (operand a alone needs "
@@ -231,8 +251,12 @@ TEST_CASE("a run that stops making progress names the node, the stage and the in
   CHECK_THROWS_WITH_AS(
       simulate(spec, ops(), p, Mode::timing),
       ("the run stopped making progress at 44000 ps with 1 of 1 instructions unfinished: root "
-       "stage EX holds piece 1 of 1 of instruction `" + instr + "`; root.core0 stage EX holds "
-       "piece 1 of 1 of instruction `" + instr + "`").c_str(),
+       "stage EX holds piece 1 of 1 of instruction `" +
+       instr +
+       "`; root.core0 stage EX holds "
+       "piece 1 of 1 of instruction `" +
+       instr + "`")
+          .c_str(),
       InternalError);
 }
 
@@ -242,21 +266,21 @@ TEST_CASE("the trace has one track per node and stage, in simulated microseconds
   isa::Program p = shared_weights();
   p.instructions.resize(1);
   TraceRecorder trace;
-  run(kOneLevel, p, Mode::timing, SimOptions{true, 16, &trace, {}});
+  run(kOneLevel, p, Mode::timing, options(true, &trace));
   const std::string json = trace.json();
-  for (const char* e : {
-           R"({"ph": "X", "name": "matmul", "pid": 0, "tid": 0, "ts": 0.000000, "dur": 0.001000})",
-           R"({"ph": "X", "name": "matmul", "pid": 0, "tid": 2, "ts": 0.001000, "dur": 0.108000})",
-           R"({"ph": "X", "name": "matmul", "pid": 1, "tid": 0, "ts": 0.001000, "dur": 0.001000})",
-           R"({"ph": "X", "name": "matmul", "pid": 1, "tid": 1, "ts": 0.002000, "dur": 0.042000})",
-           R"({"ph": "X", "name": "matmul", "pid": 1, "tid": 2, "ts": 0.044000, "dur": 0.039000})",
-           R"({"ph": "X", "name": "matmul", "pid": 1, "tid": 4, "ts": 0.083000, "dur": 0.026000})",
-           R"({"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "root.core0"}})",
-           R"({"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "LD"}})"})
+  for (const char* e :
+       {R"({"ph": "X", "name": "matmul", "pid": 0, "tid": 0, "ts": 0.000000, "dur": 0.001000})",
+        R"({"ph": "X", "name": "matmul", "pid": 0, "tid": 2, "ts": 0.001000, "dur": 0.108000})",
+        R"({"ph": "X", "name": "matmul", "pid": 1, "tid": 0, "ts": 0.001000, "dur": 0.001000})",
+        R"({"ph": "X", "name": "matmul", "pid": 1, "tid": 1, "ts": 0.002000, "dur": 0.042000})",
+        R"({"ph": "X", "name": "matmul", "pid": 1, "tid": 2, "ts": 0.044000, "dur": 0.039000})",
+        R"({"ph": "X", "name": "matmul", "pid": 1, "tid": 4, "ts": 0.083000, "dur": 0.026000})",
+        R"({"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "root.core0"}})",
+        R"({"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "LD"}})"})
     CHECK_MESSAGE(json.find(e) != std::string::npos, e);
   CHECK(trace.events() == 6);
   TraceRecorder again;
-  run(kOneLevel, p, Mode::timing, SimOptions{true, 16, &again, {}});
+  run(kOneLevel, p, Mode::timing, options(true, &again));
   CHECK(again.json() == json);
 }
 
@@ -269,4 +293,41 @@ TEST_CASE("progress is reported after every program instruction") {
   };
   run(kOneLevel, shared_weights(), Mode::timing, o);
   CHECK(seen == std::vector<std::pair<uint64_t, uint64_t>>{{1, 109000}, {2, 201000}});
+}
+
+TEST_CASE("a sort split into serial runs is merged by the finalize pass, in functional mode too") {
+  // 2048 f32 (8 KiB) on a leaf of 6 KiB: the leaf sorts runs piece by piece, then merges them
+  // in place in the main memory with its sort unit. Two leaves under a cluster: the cluster's
+  // LFU merges what its children sorted, and itself merges its own serial runs.
+  const isa::OpDef& sort = ops().get("sort");
+  const isa::TensorRef x = f32(0, {1, 2048}), y = f32(8192, {1, 2048});
+  const isa::Program p = program({isa::Instruction{sort.opcode, {x, y}, {0}}}, 16384, y);
+  const std::string two_level = R"(machine: s
+root:
+  clock: 1 GHz
+  lfu_throughput: 4
+  memory: {capacity: 1 MiB, bandwidth: 64 GB/s}
+levels:
+  - name: cluster
+    fanout: 1
+    lfu_throughput: 4
+    memory: {capacity: 12 KiB, bandwidth: 64 GB/s}
+    link: {bandwidth: 32 GB/s}
+  - name: core
+    fanout: 2
+    memory: {capacity: 6 KiB, bandwidth: 64 GB/s}
+    link: {bandwidth: 16 GB/s}
+    leaf:
+      matrix: {rows: 4, cols: 4}
+      vector: {lanes: 8}
+)";
+  for (const std::string& m :
+       {machine("{capacity: 1 MiB, bandwidth: 64 GB/s}", 1, "6 KiB", "{bandwidth: 16 GB/s}"),
+        two_level}) {
+    const RunResult f = run(m, p, Mode::functional);
+    CHECK(f.memory == isa::run_reference(p, ops()));
+    const RunResult t = run(m, p, Mode::timing);
+    CHECK(t.cycles == f.cycles);
+    CHECK(counter(t, 1, Counter::pieces) > 1);  // the first level below the root split it
+  }
 }

@@ -39,7 +39,8 @@ levels:
     leaf:
       matrix: {{rows: 4, cols: 4}}
       vector: {{lanes: 8}}
-)", pipeline_depth, capacity);
+)",
+                     pipeline_depth, capacity);
 }
 
 // One matmul a[1,M,K] x b[1,K,N] -> out, operands one after another in the main memory.

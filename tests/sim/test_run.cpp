@@ -63,7 +63,8 @@ TEST_CASE("timing mode reports the cycles of functional mode, node by node") {
     RunResult t = run_on(config, Mode::timing);
     CHECK(f.cycles == t.cycles);
     REQUIRE(f.nodes.size() == t.nodes.size());
-    for (size_t i = 0; i < f.nodes.size(); ++i) CHECK(f.nodes[i].stats.value == t.nodes[i].stats.value);
+    for (size_t i = 0; i < f.nodes.size(); ++i)
+      CHECK(f.nodes[i].stats.value == t.nodes[i].stats.value);
   }
 }
 
@@ -73,8 +74,8 @@ TEST_CASE("stats.json is byte-identical across runs") {
   std::string b = stats_json(spec, mlp(), run_on("tiny.yaml", Mode::timing), {}).dump(2);
   CHECK(a == b);
   nlohmann::json j = nlohmann::json::parse(a);
-  for (const char* key : {"cycles", "seconds", "mode", "folded", "machine", "utilization",
-                          "levels", "config"})
+  for (const char* key :
+       {"cycles", "seconds", "mode", "folded", "machine", "utilization", "levels", "config"})
     CHECK_MESSAGE(j.contains(key), key);
   CHECK(j["machine"]["leaves"] == 4);
   CHECK(j["levels"].size() == 3);

@@ -79,7 +79,8 @@ TEST_CASE("a pinned hit is given up only when nothing else can make room") {
 
 TEST_CASE("a write to an overlapping span of the parent memory invalidates") {
   TensorPermutationTable tpt(4096);
-  tpt.place({request(0x1000, 64), request(0x2000, 64)}, 0);  // spans [0x1000,0x1100) [0x2000,0x2100)
+  tpt.place({request(0x1000, 64), request(0x2000, 64)},
+            0);                                // spans [0x1000,0x1100) [0x2000,0x2100)
   CHECK(tpt.invalidate(0x1100, 0x2000) == 0);  // touches neither (half-open spans)
   CHECK(tpt.invalidate(0x10fc, 0x1100) == 1);  // the last element of the first
   CHECK(!tpt.lookup(request(0x1000, 64).view));

@@ -1,0 +1,171 @@
+// Folding: a timing run that simulates one child per class of congruent children gives the
+// cycles and every node's counters of the run that simulates every node.
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+
+#include "compiler/lowering.h"
+#include "compiler/workload.h"
+#include "isa/reference.h"
+#include "sim/machine.h"
+#include "sim/report.h"
+
+using namespace fracsim;
+using namespace fracsim::sim;
+
+namespace {
+
+const std::string kRoot = FRACSIM_SOURCE_DIR;
+
+const isa::Program& mlp() {
+  static const isa::Program p = compiler::compile(
+      compiler::load_workload(kRoot + "/workloads/mlp.yaml"), isa::OpTable::builtin());
+  return p;
+}
+
+void check_same(const RunResult& folded, const RunResult& unfolded) {
+  CHECK(folded.folded);
+  CHECK(!unfolded.folded);
+  CHECK(folded.cycles == unfolded.cycles);
+  CHECK(folded.picoseconds == unfolded.picoseconds);
+  REQUIRE(folded.nodes.size() == unfolded.nodes.size());
+  for (size_t i = 0; i < folded.nodes.size(); ++i) {
+    CAPTURE(unfolded.nodes[i].path);
+    CHECK(folded.nodes[i].path == unfolded.nodes[i].path);
+    CHECK(folded.nodes[i].stats.value == unfolded.nodes[i].stats.value);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("folded and unfolded timing runs of the MLP agree on every scale machine to 256 leaves") {
+  for (const char* leaves : {"0001", "0004", "0016", "0064", "0256"}) {
+    CAPTURE(leaves);
+    const MachineSpec spec =
+        load_machine_spec(fmt::format("{}/configs/scale/leaves-{}.yaml", kRoot, leaves));
+    SimOptions fold, no_fold;
+    no_fold.fold = false;
+    const RunResult f = simulate(spec, isa::OpTable::builtin(), mlp(), Mode::timing, fold);
+    const RunResult u = simulate(spec, isa::OpTable::builtin(), mlp(), Mode::timing, no_fold);
+    CHECK(static_cast<int64_t>(u.nodes.size()) == [&] {
+      int64_t n = 1;
+      for (size_t l = 0; l < spec.levels.size(); ++l) n += spec.nodes_at(l);
+      return n;
+    }());
+    check_same(f, u);
+    // stats.json differs only in the field that records the folding.
+    nlohmann::ordered_json jf = stats_json(spec, mlp(), f, {}), ju = stats_json(spec, mlp(), u, {});
+    CHECK(jf["folded"] == true);
+    CHECK(ju["folded"] == false);
+    jf.erase("folded");
+    ju.erase("folded");
+    CHECK(jf.dump() == ju.dump());
+  }
+}
+
+TEST_CASE("a pool too small for the classes at once is grown, with the same results") {
+  // Pools of one simulated node per level cannot run two classes at once; the run starts again
+  // with larger pools and still agrees with the unfolded run.
+  const MachineSpec spec = load_machine_spec(kRoot + "/configs/scale/leaves-0064.yaml");
+  SimOptions tiny_pool, no_fold;
+  tiny_pool.fold_pool = 1;
+  no_fold.fold = false;
+  check_same(simulate(spec, isa::OpTable::builtin(), mlp(), Mode::timing, tiny_pool),
+             simulate(spec, isa::OpTable::builtin(), mlp(), Mode::timing, no_fold));
+}
+
+TEST_CASE("functional runs never fold") {
+  const MachineSpec spec = load_machine_spec(kRoot + "/configs/tiny.yaml");
+  CHECK(!simulate(spec, isa::OpTable::builtin(), mlp(), Mode::functional).folded);
+  CHECK(simulate(spec, isa::OpTable::builtin(), mlp(), Mode::timing).folded);
+}
+
+namespace {
+// Three matmuls against the same weights b[1,32,48] (then an eltwise that rewrites b, then a
+// fourth matmul): static operands, permutation table hits and invalidations at every level.
+isa::Program shared_weights() {
+  const isa::OpTable& ops = isa::OpTable::builtin();
+  auto f32 = [](uint64_t a, isa::Shape s) { return isa::make_tensor(a, isa::DType::f32, s); };
+  const isa::OpDef& mm = ops.get("matmul");
+  const isa::OpDef& elt = ops.get("eltwise");
+  isa::Program p;
+  p.name = "weights";
+  const isa::TensorRef b = f32(0x10000, {1, 32, 48});
+  for (int i = 0; i < 3; ++i)
+    p.instructions.push_back(isa::Instruction{
+        mm.opcode,
+        {f32(0x20000 * (i + 1), {1, 96, 32}), b, f32(0x100000 + 0x10000 * i, {1, 96, 48})},
+        {0}});
+  auto as6 = [&](uint64_t a) { return f32(a, {1, 1, 1, 1, 32, 48}); };
+  p.instructions.push_back(
+      isa::Instruction{elt.opcode, {as6(0x10000), as6(0x18000), as6(0x10000)}, {0}});
+  p.instructions.push_back(p.instructions[0]);
+  p.footprint = 0x140000;
+  isa::DataSegment d;
+  d.kind = isa::DataSegment::Kind::random;
+  d.count = p.footprint / 4;
+  d.seed = 3;
+  d.lo = -1;
+  d.hi = 1;
+  p.data = {d};
+  p.symbols = {isa::Symbol{"out", isa::SymbolRole::output, p.instructions.back().operands[2]}};
+  return p;
+}
+}  // namespace
+
+TEST_CASE("folding agrees when children keep weights resident across instructions") {
+  const std::string yaml = R"(machine: w
+root:
+  clock: 1 GHz
+  lfu_throughput: 16
+  memory: {capacity: 64 MiB, bandwidth: 64 GB/s, latency: 20 ns}
+levels:
+  - name: cluster
+    fanout: 3
+    lfu_throughput: 16
+    memory: {capacity: 96 KiB, bandwidth: 64 GB/s, latency: 2 ns}
+    link: {bandwidth: 32 GB/s, latency: 10 ns}
+  - name: core
+    fanout: 4
+    memory: {capacity: 24 KiB, bandwidth: 64 GB/s}
+    link: {bandwidth: 16 GB/s, latency: 5 ns}
+    leaf:
+      matrix: {rows: 4, cols: 4}
+      vector: {lanes: 8}
+)";
+  const MachineSpec spec = parse_machine_spec(yaml, "w.yaml");
+  const isa::Program p = shared_weights();
+  SimOptions no_fold;
+  no_fold.fold = false;
+  const RunResult f = simulate(spec, isa::OpTable::builtin(), p, Mode::timing);
+  const RunResult u = simulate(spec, isa::OpTable::builtin(), p, Mode::timing, no_fold);
+  check_same(f, u);
+  uint64_t hits = 0;
+  for (const NodeReport& n : u.nodes) hits += n.stats[Counter::static_hits];
+  CHECK(hits > 0);
+  // And the data is right: the functional run checks every hit against the reference.
+  const RunResult fn = simulate(spec, isa::OpTable::builtin(), p, Mode::functional);
+  CHECK(fn.cycles == u.cycles);
+  CHECK(fn.memory == isa::run_reference(p, isa::OpTable::builtin()));
+}
+
+TEST_CASE("folding agrees on a sort whose runs are merged at every level") {
+  // One row of 2^24 f32 (64 MiB), too long for a chip, a cluster or a core: runs sorted piece by
+  // piece are merged by finalize passes, and children's by the LFU.
+  const isa::OpDef& sort = isa::OpTable::builtin().get("sort");
+  isa::Program p;
+  p.name = "sort";
+  const isa::TensorRef x = isa::make_tensor(0, isa::DType::f32, {1, 1 << 24});
+  const isa::TensorRef y = isa::make_tensor(64 << 20, isa::DType::f32, {1, 1 << 24});
+  p.instructions.push_back(isa::Instruction{sort.opcode, {x, y}, {1}});
+  p.footprint = 128 << 20;
+  const MachineSpec spec = load_machine_spec(kRoot + "/configs/scale/leaves-0064.yaml");
+  SimOptions no_fold;
+  no_fold.fold = false;
+  const RunResult f = simulate(spec, isa::OpTable::builtin(), p, Mode::timing);
+  const RunResult u = simulate(spec, isa::OpTable::builtin(), p, Mode::timing, no_fold);
+  check_same(f, u);
+  uint64_t lfu = 0;
+  for (const NodeReport& n : u.nodes) lfu += n.stats[Counter::lfu_elements];
+  CHECK(lfu > 0);
+}
