@@ -8,6 +8,7 @@
 #include "isa/decompose/localize.h"
 #include "isa/decompose/piece.h"
 #include "isa/decompose/sequential.h"
+#include "isa/error.h"
 
 namespace fracsim::sim {
 namespace {
@@ -73,6 +74,21 @@ InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
     plan.subblock_bytes = largest_piece(op, ops, plan, node.fanout) - static_bytes(plan);
     return plan;
   };
+  // First choice: a tiling sized against the whole memory, keeping reused inputs whole in the
+  // static segment (loaded once) and N sub-blocks for the rest.
+  if (n > 1) {
+    isa::NodeBudget whole{budget, node.fanout, node.where};
+    whole.capacity = node.capacity;
+    whole.depth = n;
+    try {
+      InstructionPlan staged =
+          finish(with_static_operands(op, instr, isa::plan_sequential(op, ops, instr, whole)));
+      if (static_bytes(staged) > 0 && static_bytes(staged) + n * staged.subblock_bytes <= node.capacity)
+        return staged;
+    } catch (const fracsim::ConfigError&) {
+      // No such tiling: the sub-block plans below decide (and name the problem if none fits).
+    }
+  }
   InstructionPlan safe = finish(with_static_operands(
       op, instr,
       isa::plan_sequential(op, ops, instr, isa::NodeBudget{budget, node.fanout, node.where})));

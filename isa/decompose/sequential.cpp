@@ -101,13 +101,48 @@ std::vector<Instruction> sequential(const OpDef& op, const OpTable& ops, const I
   return plan_sequential(op, ops, instr, budget).pieces;
 }
 
+uint64_t static_footprint(const OpDef& op, const Instruction& instr,
+                          const std::vector<int64_t>& tile) {
+  const std::vector<int64_t> ext = dim_extents(op, instr);
+  uint64_t bytes = 0;
+  for (size_t o = 0; o < op.operands.size(); ++o) {
+    if (op.operands[o].role != OperandRole::in) continue;
+    bool whole = true;
+    for (const std::string& d : op.operands[o].dims) {
+      const int di = op.dim_index(d);
+      whole = whole && tile[di] >= ext[di] && op.dims[di].kind != DimKind::window;
+    }
+    // An input the instruction also writes (in place) changes between pieces.
+    for (size_t w = 0; w < op.operands.size() && whole; ++w) {
+      if (op.operands[w].role != OperandRole::out) continue;
+      auto [a0, a1] = instr.operands[o].byte_span();
+      auto [b0, b1] = instr.operands[w].byte_span();
+      whole = !(a0 < b1 && b0 < a1);
+    }
+    if (whole && instr.operands[o].stored_bytes() > 0)
+      bytes += align_up(instr.operands[o].stored_bytes(), kTileAlign);
+  }
+  return bytes;
+}
+
 SequentialPlan plan_sequential(const OpDef& op, const OpTable& ops, const Instruction& instr,
                                const NodeBudget& budget) {
   const std::vector<int64_t> ext = dim_extents(op, instr);
   const size_t nd = ext.size();
   std::vector<int64_t> tile = ext;
-  uint64_t fp = tiling_footprint(op, ops, instr, tile, budget.fanout);
-  while (fp > budget.bytes) {
+  // What a tiling costs against the budget: the largest piece (one sub-block), or with a
+  // capacity the whole local memory it needs, the static inputs once plus N sub-blocks for the
+  // rest.
+  const bool whole_memory = budget.capacity > 0;
+  const uint64_t limit = whole_memory ? budget.capacity : budget.bytes;
+  auto cost = [&](const std::vector<int64_t>& t) {
+    const uint64_t f = tiling_footprint(op, ops, instr, t, budget.fanout);
+    if (!whole_memory) return f;
+    const uint64_t st = std::min(f, static_footprint(op, instr, t));
+    return st + static_cast<uint64_t>(budget.depth) * (f - st);
+  };
+  uint64_t fp = cost(tile);
+  while (fp > limit) {
     // The halving that saves the most bytes; ties go to parallel dims, then to dim order.
     int best = -1;
     uint64_t best_fp = fp;
@@ -115,7 +150,7 @@ SequentialPlan plan_sequential(const OpDef& op, const OpTable& ops, const Instru
       if (tile[d] <= 1 || !splittable(op.dims[d]) || !reduce_order_kept(op, tile, d)) continue;
       std::vector<int64_t> t = tile;
       t[d] = ceil_div(t[d], 2);
-      uint64_t f = tiling_footprint(op, ops, instr, t, budget.fanout);
+      uint64_t f = cost(t);
       if (f >= fp) continue;
       bool parallel_over_reduce = best >= 0 && f == best_fp &&
                                   op.dims[d].kind == DimKind::parallel &&
@@ -134,7 +169,7 @@ SequentialPlan plan_sequential(const OpDef& op, const OpTable& ops, const Instru
       if (best >= 0) {
         std::vector<int64_t> t = tile;
         t[best] = ceil_div(t[best], 2);
-        best_fp = tiling_footprint(op, ops, instr, t, budget.fanout);
+        best_fp = cost(t);
       }
     }
     if (best < 0) {
@@ -145,10 +180,10 @@ SequentialPlan plan_sequential(const OpDef& op, const OpTable& ops, const Instru
       for (size_t o = 1; o < smallest.operands.size(); ++o)
         if (smallest.operands[o].stored_bytes() > smallest.operands[big].stored_bytes()) big = o;
       throw ConfigError(fmt::format(
-          "{}: {}: the smallest piece needs {} bytes but a cyclic sub-block holds {} (operand "
-          "{} alone needs {} bytes)",
-          budget.where, op.name, fp, budget.bytes, op.operands[big].name,
-          smallest.operands[big].stored_bytes()));
+          "{}: {}: the smallest piece needs {} bytes but {} holds {} (operand {} alone needs {} "
+          "bytes)",
+          budget.where, op.name, fp, whole_memory ? "the local memory" : "a cyclic sub-block",
+          limit, op.operands[big].name, smallest.operands[big].stored_bytes()));
     }
     tile[best] = ceil_div(tile[best], 2);
     fp = best_fp;

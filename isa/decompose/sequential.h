@@ -22,7 +22,17 @@ struct NodeBudget {
   uint64_t bytes = 0;  // one cyclic sub-block
   int fanout = 1;      // children (1 at a leaf)
   std::string where;   // names the node in errors ("level 1 (core)")
+  // When set, the tiling must fit the whole local memory instead of one sub-block: inputs that
+  // stay whole in every piece (the static segment) count once, the rest `depth` times (the
+  // cyclic sub-blocks). The tiling then prefers splits that keep large reused inputs whole.
+  uint64_t capacity = 0;
+  int depth = 1;
 };
+
+// Bytes of the inputs a tiling leaves whole (same view in every piece, not written by the
+// instruction): what the static segment holds.
+uint64_t static_footprint(const OpDef& op, const Instruction& instr,
+                          const std::vector<int64_t>& tile);
 
 // Bytes one piece occupies in a sub-block: its dense tiles plus its parallel split's scratch.
 uint64_t piece_footprint(const OpDef& op, const OpTable& ops, const Instruction& piece,
