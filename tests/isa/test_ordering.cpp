@@ -13,6 +13,7 @@
 #include "isa/decompose/parallel.h"
 #include "isa/error.h"
 #include "isa/reference.h"
+#include "tests/common/memory_helpers.h"
 
 using namespace fracsim;
 using namespace fracsim::isa;
@@ -20,16 +21,8 @@ using namespace fracsim::isa;
 namespace {
 const OpTable& ops() { return OpTable::builtin(); }
 
-template <typename T>
-void put(std::vector<uint8_t>& mem, uint64_t addr, std::vector<T> v) {
-  std::memcpy(mem.data() + addr, v.data(), v.size() * sizeof(T));
-}
-template <typename T>
-std::vector<T> get(const std::vector<uint8_t>& mem, uint64_t addr, size_t n) {
-  std::vector<T> v(n);
-  std::memcpy(v.data(), mem.data() + addr, n * sizeof(T));
-  return v;
-}
+using fracsim::testing::get;
+using fracsim::testing::put;
 // f32 results compared as bits: +0/-0 and NaN payloads matter.
 std::vector<uint32_t> get_bits(const std::vector<uint8_t>& mem, uint64_t addr, size_t n) {
   return get<uint32_t>(mem, addr, n);

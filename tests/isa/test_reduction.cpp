@@ -10,6 +10,7 @@
 #include "isa/decompose/execute.h"
 #include "isa/error.h"
 #include "isa/reference.h"
+#include "tests/common/memory_helpers.h"
 
 using namespace fracsim;
 using namespace fracsim::isa;
@@ -17,16 +18,8 @@ using namespace fracsim::isa;
 namespace {
 const OpTable& ops() { return OpTable::builtin(); }
 
-template <typename T>
-void put(std::vector<uint8_t>& mem, uint64_t addr, std::vector<T> v) {
-  std::memcpy(mem.data() + addr, v.data(), v.size() * sizeof(T));
-}
-template <typename T>
-std::vector<T> get(const std::vector<uint8_t>& mem, uint64_t addr, size_t n) {
-  std::vector<T> v(n);
-  std::memcpy(v.data(), mem.data() + addr, n * sizeof(T));
-  return v;
-}
+using fracsim::testing::get;
+using fracsim::testing::put;
 uint32_t bits_of(float f) {
   uint32_t b;
   std::memcpy(&b, &f, sizeof b);

@@ -7,20 +7,13 @@
 #include <limits>
 
 #include "isa/reference.h"
+#include "tests/common/memory_helpers.h"
 
 using namespace fracsim::isa;
 
 namespace {
-template <typename T>
-void put(std::vector<uint8_t>& mem, uint64_t addr, std::vector<T> v) {
-  std::memcpy(mem.data() + addr, v.data(), v.size() * sizeof(T));
-}
-template <typename T>
-std::vector<T> get(const std::vector<uint8_t>& mem, uint64_t addr, size_t n) {
-  std::vector<T> v(n);
-  std::memcpy(v.data(), mem.data() + addr, n * sizeof(T));
-  return v;
-}
+using fracsim::testing::get;
+using fracsim::testing::put;
 const OpTable& ops() { return OpTable::builtin(); }
 
 // A contiguous tensor seen at rank 6 (eltwise, activation): `shape` is the trailing dims, the

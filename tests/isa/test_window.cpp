@@ -12,22 +12,15 @@
 
 #include "isa/decompose/piece.h"
 #include "isa/reference.h"
+#include "tests/common/memory_helpers.h"
 
 using namespace fracsim::isa;
 
 namespace {
 const OpTable& ops() { return OpTable::builtin(); }
 
-template <typename T>
-void put(std::vector<uint8_t>& mem, uint64_t addr, const std::vector<T>& v) {
-  std::memcpy(mem.data() + addr, v.data(), v.size() * sizeof(T));
-}
-template <typename T>
-std::vector<T> get(const std::vector<uint8_t>& mem, uint64_t addr, size_t n) {
-  std::vector<T> v(n);
-  std::memcpy(v.data(), mem.data() + addr, n * sizeof(T));
-  return v;
-}
+using fracsim::testing::get;
+using fracsim::testing::put;
 // first, first+1, ..., as floats.
 std::vector<float> ramp(size_t n, float first) {
   std::vector<float> v(n);
