@@ -11,80 +11,13 @@
 #include <fmt/ranges.h>
 
 #include "isa/encoding.h"
+#include "isa/asm_syntax.h"
 #include "isa/error.h"
 
 namespace fracsim::isa {
 namespace {
 
-constexpr std::string_view kHeader = "; fracsim assembly, format 1\n";
-constexpr char kHexDigits[] = "0123456789abcdef";
-constexpr std::string_view kUsageBytes = "bytes ADDRESS DTYPE COUNT [HEX]";
-constexpr std::string_view kUsageRandom = "random ADDRESS DTYPE COUNT seed=S lo=L hi=H";
-
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r'; }
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// Whole-token integer parse: no sign for unsigned types, no '+', no spaces, no overflow.
-template <typename T>
-std::optional<T> parse_number(std::string_view s, int base = 10) {
-  T v{};
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
-std::optional<uint64_t> parse_address(std::string_view s) {
-  if (s.size() < 3 || s.substr(0, 2) != "0x") return std::nullopt;
-  return parse_number<uint64_t>(s.substr(2), 16);
-}
-
-std::optional<double> parse_double(std::string_view s) {
-  double v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || std::isnan(v))
-    return std::nullopt;
-  return v;
-}
-
-std::vector<int64_t> parse_list(std::string_view s, std::string_view what,
-                                const std::function<ConfigError(const std::string&)>& bad) {
-  std::vector<int64_t> out;
-  if (s.empty()) return out;
-  size_t begin = 0;
-  while (true) {
-    size_t comma = s.find(',', begin);
-    std::string_view item =
-        s.substr(begin, comma == std::string_view::npos ? s.npos : comma - begin);
-    auto v = parse_number<int64_t>(item);
-    if (!v) throw bad(fmt::format("bad {} '{}'", what, item));
-    out.push_back(*v);
-    if (comma == std::string_view::npos) return out;
-    begin = comma + 1;
-  }
-}
-
-// A name is written bare when it is one token of printable ASCII the tokenizer reads back as is.
-std::string name_str(const std::string& name) {
-  bool bare = !name.empty();
-  for (char c : name) bare = bare && c > ' ' && c < 0x7f && c != '"' && c != ';' && c != '\\';
-  if (bare) return name;
-  std::string out = "\"";
-  for (char c : name) {
-    if (c == '"' || c == '\\')
-      out += {'\\', c};
-    else if (c >= ' ' && c < 0x7f)
-      out += c;
-    else
-      out += fmt::format("\\x{:02x}", static_cast<uint8_t>(c));
-  }
-  return out + "\"";
-}
+using namespace asm_syntax;
 
 struct Token {
   std::string text;
@@ -363,36 +296,6 @@ class Assembler {
 };
 
 }  // namespace
-
-TensorRef parse_tensor(std::string_view text) {
-  auto bad = [&](const std::string& why) {
-    return ConfigError(fmt::format("bad tensor '{}': {}", text, why));
-  };
-  const size_t at = text.find('@');
-  if (at == std::string_view::npos) throw bad("expected DTYPE@ADDRESS[EXTENTS:STRIDES]");
-  TensorRef t;
-  auto dt = parse_dtype(text.substr(0, at));
-  if (!dt) throw bad(fmt::format("unknown dtype '{}'", text.substr(0, at)));
-  t.dtype = *dt;
-  const size_t open = text.find('[', at);
-  if (open == std::string_view::npos || text.back() != ']')
-    throw bad("expected [EXTENTS:STRIDES] after the address");
-  std::string_view addr = text.substr(at + 1, open - at - 1);
-  auto a = parse_address(addr);
-  if (!a) throw bad(fmt::format("bad address '{}' (expected hex, as 0x40)", addr));
-  t.address = *a;
-  std::string_view body = text.substr(open + 1, text.size() - open - 2);
-  const size_t colon = body.find(':');
-  if (colon == std::string_view::npos || body.find(':', colon + 1) != std::string_view::npos)
-    throw bad("expected one ':' between extents and strides");
-  t.shape = parse_list(body.substr(0, colon), "extent", bad);
-  t.strides = parse_list(body.substr(colon + 1), "stride", bad);
-  if (t.shape.size() != t.strides.size())
-    throw bad(fmt::format("{} extents but {} strides", t.shape.size(), t.strides.size()));
-  if (t.rank() > kMaxRank)
-    throw bad(fmt::format("rank {} exceeds the maximum of {}", t.rank(), kMaxRank));
-  return t;
-}
 
 std::string disassemble(const Program& p, const OpTable& ops) {
   check_representable(p);
