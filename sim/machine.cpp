@@ -2,6 +2,10 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
+#include <cstdio>
+static double perf_now(){return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count()*1e6;}
+#define PH(x) if(getenv("PERF_PH")) fprintf(stderr,"%s %.0f\n",x,perf_now()-perf_t0)
 #include <memory>
 
 #include <fmt/format.h>
@@ -61,10 +65,13 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
                    const std::vector<int64_t>& pools) {
   const uint64_t reserved = isa::align_up(program.footprint, isa::kTileAlign);
 
+  double perf_t0=perf_now();
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
   fresh_simcontext();
   sc_core::sc_report_handler::set_actions("/IEEE_Std_1666/deprecated", sc_core::SC_DO_NOTHING);
+  PH("ctx");
   MachineTree tree(spec);
+  PH("tree");
   RunContext ctx;
   ctx.ops = &ops;
   ctx.spec = &spec;
@@ -115,6 +122,7 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
     }
     above = std::move(here);
   }
+  PH("nodes");
   Node& root = *nodes.front();
   if (ctx.functional) {
     isa::MemoryView mem = root.memory().view();
@@ -122,7 +130,11 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   }
   ProgramDriver driver("driver", program, root);
 
+  PH("pre-start");
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  PH("start0");
   sc_core::sc_start();
+  PH("start");
   if (ctx.error) std::rethrow_exception(ctx.error);
   if (driver.completion.remaining != 0) {
     std::string busy;
@@ -145,6 +157,7 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   r.cycles = (r.picoseconds + root.period_ps() - 1) / root.period_ps();
   for (size_t id : tree.level_order())
     r.nodes.push_back(NodeReport{std::move(tree[id].path), tree[id].level, tree[id].stats});
+  PH("results");
   if (ctx.functional) {
     r.memory.resize(program.footprint);
     std::memcpy(r.memory.data(), root.memory().view().data, program.footprint);

@@ -342,3 +342,64 @@ TEST_CASE("a piece that can never fit is an error naming level, op and operand")
                        "sub-block holds 100 (operand a alone needs 4 bytes)",
                        ConfigError);
 }
+
+TEST_CASE("sized against the whole memory, reused inputs stay whole and everything fits") {
+  // a[1,64,8] x b[1,8,16] f32: a 2 KiB, b 512 B, out[1,64,16] 4 KiB, in 4 KiB of local memory
+  // with N = 3 sub-blocks. The cost of a tiling is the inputs it leaves whole (static, once)
+  // plus 3 times the rest of its largest piece; each step halves the dim that lowers it most:
+  //   whole:  static a + b 2560, rest out 4096:        2560 + 3 * 4096 = 14848
+  //   N = 8:  a 2048 static; b 256 + out 2048:         2048 + 3 * 2304 =  8960 (M = 32: 9728)
+  //   N = 4:  a static;      b 128 + out 1024:         2048 + 3 * 1152 =  5504 (M = 32: 6912)
+  //   N = 2:  a static;      b 64 + out 512:           2048 + 3 *  576 =  3776 <= 4096
+  // so a (the larger input) stays whole and N splits into 8 pieces.
+  const OpDef& op = ops().get("matmul");
+  Instruction in = make_instr(op, {make_tensor(0, DType::f32, {1, 64, 8}),
+                                   make_tensor(4096, DType::f32, {1, 8, 16}),
+                                   make_tensor(8192, DType::f32, {1, 64, 16})}, {0});
+  NodeBudget b{4096 / 3, 1, "leaf"};
+  b.capacity = 4096;
+  b.depth = 3;
+  SequentialPlan plan = plan_sequential(op, ops(), in, b);
+  REQUIRE(plan.pieces.size() == 8);
+  for (const Instruction& p : plan.pieces) {
+    CHECK(p.operands[0] == in.operands[0]);  // a whole in every piece
+    CHECK(p.operands[1].shape == Shape{1, 8, 2});
+  }
+  CHECK(static_footprint(op, in, {1, 64, 2, 8}) == 2048);  // tile: B, M, N, K
+  // The classic budget (one sub-block of 1365 bytes for everything) cannot keep a whole.
+  std::vector<Instruction> classic = sequential(op, ops(), in, NodeBudget{4096 / 3, 1, "leaf"});
+  CHECK(classic.front().operands[0] != in.operands[0]);
+}
+
+TEST_CASE("whole-memory tilings fit: static inputs once plus N times the rest") {
+  std::mt19937_64 rng(21);
+  for (const OpDef& op : ops().ops())
+    for (int i = 0; i < 20; ++i) {
+      Case c = random_case(op, rng, op.dtypes[0]);
+      for (NodeBudget b : random_levels(rng, op, c)) {
+        b.depth = 3;
+        b.capacity = b.bytes * 3;
+        const SequentialPlan plan = plan_sequential(op, ops(), c.instr, b);
+        const std::vector<int64_t> ext = dim_extents(op, c.instr);
+        uint64_t largest = 0;
+        for (const Instruction& p : plan.pieces)
+          largest = std::max(largest, piece_footprint(op, ops(), p, b.fanout));
+        // Inputs identical in every piece (and not written in place) are the static ones.
+        uint64_t stat = 0;
+        for (size_t o = 0; o < op.operands.size(); ++o) {
+          if (op.operands[o].role != OperandRole::in) continue;
+          bool same = true;
+          for (const Instruction& p : plan.pieces) same = same && p.operands[o] == plan.pieces[0].operands[o];
+          for (size_t w = 0; w < op.operands.size(); ++w) {
+            if (op.operands[w].role != OperandRole::out) continue;
+            auto [a0, a1] = c.instr.operands[o].byte_span();
+            auto [w0, w1] = c.instr.operands[w].byte_span();
+            same = same && !(a0 < w1 && w0 < a1);
+          }
+          if (same) stat += align_up(plan.pieces[0].operands[o].stored_bytes(), kTileAlign);
+        }
+        stat = std::min(stat, largest);
+        REQUIRE(stat + 3 * (largest - stat) <= b.capacity);
+      }
+    }
+}
