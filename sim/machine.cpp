@@ -5,7 +5,9 @@
 #include <chrono>
 #include <cstdio>
 static double perf_now(){return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count()*1e6;}
-#define PH(x) if(getenv("PERF_PH")) fprintf(stderr,"%s %.0f\n",x,perf_now()-perf_t0)
+#include <sys/resource.h>
+static long perf_flt(){rusage u; getrusage(RUSAGE_SELF,&u); return u.ru_minflt;}
+#define PH(x) if(getenv("PERF_PH")) fprintf(stderr,"%s %.0f/%ld\n",x,perf_now()-perf_t0,perf_flt())
 #include <memory>
 
 #include <fmt/format.h>

@@ -119,6 +119,7 @@ void Node::dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& i
                       pool.size()));
     runners.assign(pool.begin(), pool.begin() + static_cast<long>(classes.size()));
     pool.erase(pool.begin(), pool.begin() + static_cast<long>(classes.size()));
+    if (getenv("PERF_PH")) fprintf(stderr, "use l%d %ld\n", level_ + 1, ctx_.pool_sizes[level_ + 1] - (long)pool.size());
   } else {
     for (const ChildClass& k : classes) runners.push_back(children_[k.members[0]]);
   }

@@ -19,6 +19,8 @@
 //         is input channel c + floor((size-1)/2) - pad_c0 (c itself for a whole tensor, whose
 //         pad_c0 is floor((size-1)/2)), zero when it falls in the padding. The quotient
 //         x / (bias + alpha/size * sum)^beta is computed in double and rounded once to f32.
+//         Integers are fixed point with frac_bits fraction bits: squares summed exactly in i64,
+//         the quotient rounded half to even and saturated.
 #include "isa/semantics/semantics.h"
 
 namespace fracsim::isa::semantics {
@@ -210,35 +212,47 @@ struct Pool {
 };
 
 // in [N, Ci, H, W], out [N, C, H, W]; the channel window is the op's one window axis.
-void lrn(const OpDef& op, const Instruction& in, MemoryView mem) {
-  const TensorRef &x = in.operands[0], &out = in.operands[1];
-  const Axis ch = window_axes(op, in)[kAxes - 1];
-  const double alpha = real_attr(op, in, "alpha"), beta = real_attr(op, in, "beta"),
-               bias = real_attr(op, in, "bias");
-  const double scale = alpha / static_cast<double>(ch.kernel);
-  const int64_t centre_tap = (ch.kernel - 1) / 2;
-  for (int64_t n = 0; n < out.shape[0]; ++n)
-    for (int64_t c = 0; c < out.shape[1]; ++c)
-      for (int64_t h = 0; h < out.shape[2]; ++h)
-        for (int64_t w = 0; w < out.shape[3]; ++w) {
-          const int64_t xb = n * x.strides[0] + h * x.strides[2] + w * x.strides[3];
-          float sum = 0;
-          for (int64_t k = 0; k < ch.kernel; ++k) {
-            const int64_t ci = ch.at(c, k);
-            if (!ch.inside(ci)) continue;
-            const float v = load<float>(mem, x, xb + ci * ch.in_stride);
-            sum = sum + v * v;
+// Integers are fixed point with frac_bits fraction bits: the squares are summed exactly (i64),
+// the quotient is computed in double, rounded half to even and saturated.
+template <typename T>
+struct Lrn {
+  static void run(const OpDef& op, const Instruction& in, MemoryView mem) {
+    const TensorRef &x = in.operands[0], &out = in.operands[1];
+    const Axis ch = window_axes(op, in)[kAxes - 1];
+    const double alpha = real_attr(op, in, "alpha"), beta = real_attr(op, in, "beta"),
+                 bias = real_attr(op, in, "bias");
+    const double scale = alpha / static_cast<double>(ch.kernel);
+    const double one = std::ldexp(1.0, static_cast<int>(attr(op, in, "frac_bits")));
+    const int64_t centre_tap = (ch.kernel - 1) / 2;
+    for (int64_t n = 0; n < out.shape[0]; ++n)
+      for (int64_t c = 0; c < out.shape[1]; ++c)
+        for (int64_t h = 0; h < out.shape[2]; ++h)
+          for (int64_t w = 0; w < out.shape[3]; ++w) {
+            const int64_t xb = n * x.strides[0] + h * x.strides[2] + w * x.strides[3];
+            std::conditional_t<std::is_floating_point_v<T>, float, int64_t> sum = 0;
+            for (int64_t k = 0; k < ch.kernel; ++k) {
+              const int64_t ci = ch.at(c, k);
+              if (!ch.inside(ci)) continue;
+              const T v = load<T>(mem, x, xb + ci * ch.in_stride);
+              sum = sum + static_cast<decltype(sum)>(v) * v;
+            }
+            const int64_t centre = ch.at(c, centre_tap);
+            const double v = ch.inside(centre) ? load<T>(mem, x, xb + centre * ch.in_stride) : 0.0;
+            const int64_t o =
+                n * out.strides[0] + c * out.strides[1] + h * out.strides[2] + w * out.strides[3];
+            if constexpr (std::is_floating_point_v<T>) {
+              store<T>(mem, out, o,
+                       static_cast<T>(v / std::pow(bias + scale * static_cast<double>(sum), beta)));
+            } else {
+              const double sum_real = static_cast<double>(sum) / (one * one);
+              const double y = v / one / std::pow(bias + scale * sum_real, beta) * one;
+              const double lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+              store<T>(mem, out, o,
+                       static_cast<T>(std::isnan(y) ? 0.0 : std::clamp(std::nearbyint(y), lo, hi)));
+            }
           }
-          const int64_t centre = ch.at(c, centre_tap);
-          const double v =
-              ch.inside(centre) ? load<float>(mem, x, xb + centre * ch.in_stride) : 0.0;
-          const double y = v / std::pow(bias + scale * static_cast<double>(sum), beta);
-          store<float>(
-              mem, out,
-              n * out.strides[0] + c * out.strides[1] + h * out.strides[2] + w * out.strides[3],
-              static_cast<float>(y));
-        }
-}
+  }
+};
 
 }  // namespace
 
@@ -248,7 +262,9 @@ void register_window(ReferenceTable& t) {
     t[name] = [](const OpDef& op, const Instruction& in, MemoryView mem) {
       by_dtype<Pool>(in.operands[1].dtype, op.name, op, in, mem);
     };
-  t["lrn"] = lrn;
+  t["lrn"] = [](const OpDef& op, const Instruction& in, MemoryView mem) {
+    by_dtype<Lrn>(in.operands[1].dtype, op.name, op, in, mem);
+  };
 }
 
 }  // namespace fracsim::isa::semantics

@@ -398,3 +398,26 @@ TEST_CASE("lrn pieces along channels: the centre moves with pad_c0") {
   CHECK(p[3].operands[0].shape[1] == 3);  // output 6 reads channels 4..6
   CHECK(attr_of(p[3], "pad_c1") == 2);
 }
+
+TEST_CASE("lrn on integers: fixed point with frac_bits, rounded half to even") {
+  // i16, frac_bits 8 (256 = 1.0): channels {1.0, 2.0, 0.0}, size 3, alpha 1, beta 1, bias 1.
+  //   c = 0: window {pad, 1.0, 2.0}: squares 5, 1 + 5/3 = 8/3, 1.0 / (8/3) = 0.375 -> 96
+  //   c = 1: window {1.0, 2.0, 0.0}: squares 5, 2.0 / (8/3) = 0.75 -> 192
+  //   c = 2: window {2.0, 0.0, pad}: squares 4, 0.0 -> 0
+  const OpDef& op = ops().get("lrn");
+  std::vector<uint8_t> mem(256, 0);
+  put<int16_t>(mem, 0, {256, 512, 0});
+  Instruction in;
+  in.opcode = op.opcode;
+  in.operands = {make_tensor(0, DType::i16, {1, 3, 1, 1}), make_tensor(64, DType::i16, {1, 3, 1, 1})};
+  for (const AttrDef& a : op.attributes) in.attrs.push_back(a.default_value);
+  in.attrs[op.attr_index("size")] = 3;
+  in.attrs[op.attr_index("alpha")] = real_to_attr(1.0);
+  in.attrs[op.attr_index("beta")] = real_to_attr(1.0);
+  in.attrs[op.attr_index("bias")] = real_to_attr(1.0);
+  in.attrs[op.attr_index("pad_c0")] = 1;
+  in.attrs[op.attr_index("pad_c1")] = 1;
+  in.attrs[op.attr_index("frac_bits")] = 8;
+  execute_reference(op, in, MemoryView{mem.data(), mem.size()});
+  CHECK(get<int16_t>(mem, 64, 3) == std::vector<int16_t>{96, 192, 0});
+}
