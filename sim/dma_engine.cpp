@@ -10,7 +10,9 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& name, uint64_t period_ps, ui
       socket("socket"),
       period_ps_(period_ps),
       latency_cycles_((latency_ps + period_ps - 1) / period_ps),
-      link_bandwidth_(link_bandwidth) {}
+      link_bandwidth_(link_bandwidth),
+      // Named: SystemC names unnamed events through a string stream, which costs more.
+      done_{sc_core::sc_event("read_done"), sc_core::sc_event("write_done")} {}
 
 uint64_t DmaEngine::transfer(Channel channel, uint64_t bytes, uint64_t span_begin,
                              uint64_t span_end, uint64_t copies, int route) {

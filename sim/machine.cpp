@@ -2,12 +2,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <chrono>
-#include <cstdio>
-static double perf_now(){return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count()*1e6;}
-#include <sys/resource.h>
-static long perf_flt(){rusage u; getrusage(RUSAGE_SELF,&u); return u.ru_minflt;}
-#define PH(x) if(getenv("PERF_PH")) fprintf(stderr,"%s %.0f/%ld\n",x,perf_now()-perf_t0,perf_flt())
 #include <memory>
 
 #include <fmt/format.h>
@@ -67,13 +61,10 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
                    const std::vector<int64_t>& pools) {
   const uint64_t reserved = isa::align_up(program.footprint, isa::kTileAlign);
 
-  double perf_t0=perf_now();
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
   fresh_simcontext();
   sc_core::sc_report_handler::set_actions("/IEEE_Std_1666/deprecated", sc_core::SC_DO_NOTHING);
-  PH("ctx");
   MachineTree tree(spec);
-  PH("tree");
   RunContext ctx;
   ctx.ops = &ops;
   ctx.spec = &spec;
@@ -124,7 +115,6 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
     }
     above = std::move(here);
   }
-  PH("nodes");
   Node& root = *nodes.front();
   if (ctx.functional) {
     isa::MemoryView mem = root.memory().view();
@@ -132,11 +122,7 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   }
   ProgramDriver driver("driver", program, root);
 
-  PH("pre-start");
-  sc_core::sc_start(sc_core::SC_ZERO_TIME);
-  PH("start0");
   sc_core::sc_start();
-  PH("start");
   if (ctx.error) std::rethrow_exception(ctx.error);
   if (driver.completion.remaining != 0) {
     std::string busy;
@@ -152,14 +138,11 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   }
 
   RunResult r;
-  r.nodes.reserve(tree.size());
   r.mode = mode;
   r.folded = ctx.fold;
   r.picoseconds = sc_core::sc_time_stamp().value();
   r.cycles = (r.picoseconds + root.period_ps() - 1) / root.period_ps();
-  for (size_t id : tree.level_order())
-    r.nodes.push_back(NodeReport{std::move(tree[id].path), tree[id].level, tree[id].stats});
-  PH("results");
+  r.nodes = tree.take_reports();  // already in the report's order
   if (ctx.functional) {
     r.memory.resize(program.footprint);
     std::memcpy(r.memory.data(), root.memory().view().data, program.footprint);

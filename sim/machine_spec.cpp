@@ -18,10 +18,10 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// The leaf backends a config may name. The rtl library will add "rtl" through sim's backend
-// registry; until it exists, the model is the only one.
+// The leaf backends a config may name. "rtl" is registered by the rtl library (sim never
+// includes rtl/); a program built without it fails when it makes the leaf (make_leaf_unit).
 const std::vector<std::string>& known_backends() {
-  static const std::vector<std::string> kBackends{"model"};
+  static const std::vector<std::string> kBackends{"model", "rtl"};
   return kBackends;
 }
 
@@ -94,7 +94,7 @@ void read_leaf(ConfigMapping& level, LevelSpec& spec) {
   const auto& backends = known_backends();
   if (std::find(backends.begin(), backends.end(), spec.backend) == backends.end()) {
     throw leaf.yaml().error("backend", fmt::format("unknown backend '{}' (expected {})",
-                                                   spec.backend, fmt::join(backends, ", ")));
+                                                   spec.backend, fmt::join(backends, " or ")));
   }
   level.put("leaf", leaf.finish());
 }

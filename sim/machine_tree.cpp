@@ -3,79 +3,87 @@
 namespace fracsim::sim {
 
 MachineTree::MachineTree(const MachineSpec& spec) {
-  const size_t depth = spec.levels.size();
-  fanout_.assign(depth + 1, 0);
-  for (size_t l = 0; l < depth; ++l) fanout_[l] = spec.levels[l].fanout;  // below level l - 1
-  subtree_.assign(depth + 2, 0);
-  for (size_t l = depth + 1; l-- > 0;)
-    subtree_[l] = l == depth + 1 ? 0 : 1 + fanout_[l] * subtree_[l + 1];
-  nodes_.resize(subtree_[0]);
-  // Depth-first: a node, then each child's subtree in order.
-  struct Frame {
-    size_t id;
-    int level;
-    std::string path;
-  };
-  std::vector<Frame> stack{{0, -1, "root"}};
-  while (!stack.empty()) {
-    Frame f = std::move(stack.back());
-    stack.pop_back();
-    TreeNode& n = nodes_[f.id];
-    n.path = f.path;
-    n.level = f.level;
-    if (f.level >= 0) n.tpt = TensorPermutationTable(spec.levels[f.level].memory.capacity);
-    const int children = fanout_[f.level + 1];
-    for (int i = children; i-- > 0;) {
-      std::string path = f.path;
-      path += '.';
-      path += spec.levels[f.level + 1].name;
-      path += std::to_string(i);
-      stack.push_back({f.id + 1 + i * subtree_[f.level + 2], f.level + 1, std::move(path)});
+  const size_t tiers = spec.levels.size() + 1;
+  fanout_.assign(tiers, 0);
+  for (size_t t = 0; t + 1 < tiers; ++t) fanout_[t] = spec.levels[t].fanout;
+  begin_.assign(tiers + 1, 0);
+  for (size_t t = 0, count = 1; t < tiers; count *= static_cast<size_t>(fanout_[t]), ++t)
+    begin_[t + 1] = begin_[t] + count;
+  subtree_.assign(tiers, 1);
+  for (size_t t = tiers - 1; t-- > 0;) subtree_[t] = 1 + fanout_[t] * subtree_[t + 1];
+
+  reports_.resize(begin_[tiers]);
+  state_.resize(begin_[tiers]);
+  reports_[0].path = "root";
+  for (size_t t = 1; t < tiers; ++t) {
+    const LevelSpec& ls = spec.levels[t - 1];
+    const auto f = static_cast<size_t>(fanout_[t - 1]);
+    for (size_t j = 0; j < begin_[t + 1] - begin_[t]; ++j) {
+      NodeReport& n = reports_[begin_[t] + j];
+      const std::string& parent = reports_[begin_[t - 1] + j / f].path;
+      const std::string index = std::to_string(j % f);
+      n.path.reserve(parent.size() + 1 + ls.name.size() + index.size());  // one allocation
+      n.path += parent;
+      n.path += '.';
+      n.path += ls.name;
+      n.path += index;
+      n.level = static_cast<int>(t) - 1;
+      state_[begin_[t] + j].tpt = TensorPermutationTable(ls.memory.capacity);
     }
   }
 }
 
-std::vector<size_t> MachineTree::level_order() const {
-  std::vector<size_t> order;
-  order.reserve(nodes_.size());
-  for (int l = -1; l + 1 < static_cast<int>(fanout_.size()); ++l)
-    for (size_t id = 0; id < nodes_.size(); ++id)
-      if (nodes_[id].level == l) order.push_back(id);
-  return order;
+size_t MachineTree::preorder(size_t id) const {
+  size_t t = tier(id), j = id - begin_[t], number = 0;
+  for (; t > 0; --t) {
+    const auto f = static_cast<size_t>(fanout_[t - 1]);
+    number += 1 + (j % f) * subtree_[t];  // child j % f of its parent
+    j /= f;
+  }
+  return number;
+}
+
+template <typename F>
+void MachineTree::for_subtree_pairs(size_t rep, size_t member, size_t first_tier, F&& f) {
+  const size_t t0 = tier(rep);
+  size_t width = 1;  // descendants of one node at tier t
+  for (size_t t = t0; t < fanout_.size(); width *= static_cast<size_t>(fanout_[t]), ++t) {
+    if (t - t0 < first_tier) continue;
+    const size_t from = begin_[t] + (rep - begin_[t0]) * width;
+    const size_t to = begin_[t] + (member - begin_[t0]) * width;
+    for (size_t k = 0; k < width; ++k) f(to + k, from + k);
+  }
 }
 
 void MachineTree::subtract_subtree_stats(size_t rep, size_t member) {
-  const size_t n = subtree_[nodes_[rep].level + 1];
-  for (size_t k = 0; k < n; ++k)
-    for (size_t c = 0; c < nodes_[rep].stats.value.size(); ++c)
-      nodes_[member + k].stats.value[c] -= nodes_[rep + k].stats.value[c];  // modulo 2^64
+  for_subtree_pairs(rep, member, 0, [&](size_t to, size_t from) {
+    for (size_t c = 0; c < reports_[to].stats.value.size(); ++c)
+      reports_[to].stats.value[c] -= reports_[from].stats.value[c];  // modulo 2^64
+  });
 }
 
 void MachineTree::add_subtree_stats(size_t rep, size_t member) {
-  const size_t n = subtree_[nodes_[rep].level + 1];
-  for (size_t k = 0; k < n; ++k) nodes_[member + k].stats += nodes_[rep + k].stats;
+  for_subtree_pairs(rep, member, 0,
+                    [&](size_t to, size_t from) { reports_[to].stats += reports_[from].stats; });
 }
 
 void MachineTree::copy_state_below(size_t rep, size_t member) {
-  const size_t n = subtree_[nodes_[rep].level + 1];
-  nodes_[member].below_digest = nodes_[rep].below_digest;
-  for (size_t k = 1; k < n; ++k) {
-    TreeNode& to = nodes_[member + k];
-    const TreeNode& from = nodes_[rep + k];
-    to.tpt = from.tpt;  // shares the entries until one side changes
-    to.below_digest = from.below_digest;
-  }
+  state_[member].below_digest = state_[rep].below_digest;
+  for_subtree_pairs(rep, member, 1, [&](size_t to, size_t from) {
+    state_[to].tpt = state_[from].tpt;  // shares the entries until one side changes
+    state_[to].below_digest = state_[from].below_digest;
+  });
 }
 
 void MachineTree::update_below_digest(size_t id) {
   uint64_t h = 1469598103934665603ULL;
   auto mix = [&](uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
   for (int i = 0; i < fanout(id); ++i) {
-    const TreeNode& c = nodes_[child(id, i)];
+    const State& c = state_[child(id, i)];
     mix(c.tpt.digest());
     mix(c.below_digest);
   }
-  nodes_[id].below_digest = h;
+  state_[id].below_digest = h;
 }
 
 }  // namespace fracsim::sim

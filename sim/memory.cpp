@@ -11,7 +11,11 @@
 namespace fracsim::sim {
 
 Memory::Memory(const sc_core::sc_module_name& name, const MemorySpec& spec, bool storage)
-    : sc_module(name), socket("socket"), spec_(spec), share_(spec.bandwidth) {
+    : sc_module(name),
+      socket("socket"),
+      spec_(spec),
+      share_(spec.bandwidth),
+      wake_("wake") {  // named: SystemC names unnamed events through a string stream
   if (storage && spec.capacity > 0) {
     // Reserve address space only: pages are zero until touched, so a 256 GiB main memory costs
     // what the program uses.

@@ -1,3 +1,5 @@
+// sc_spawn: stage threads are made during the simulation (Node::start).
+#define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "sim/node.h"
 
 #include <fmt/format.h>
@@ -52,12 +54,15 @@ Node::Node(const sc_core::sc_module_name& name, const MachineSpec& spec, int lev
       period_ps_(controller_.period_ps()),
       fanout_(level + 1 < static_cast<int>(spec.levels.size()) ? spec.levels[level + 1].fanout : 1),
       root_cyclic_base_(cyclic_base),
-      inbox_(1),
-      to_ld_(controller_.pipeline_depth),
-      to_ex_(controller_.pipeline_depth),
-      to_rd_(controller_.pipeline_depth),
-      to_wb_(controller_.pipeline_depth),
-      subblocks_(controller_.pipeline_depth) {
+      // Channels and events are named: SystemC names unnamed ones through a string stream,
+      // which costs more than the rest of the object (a folded run builds dozens of nodes).
+      inbox_("inbox", 1),
+      to_ld_("to_ld", controller_.pipeline_depth),
+      to_ex_("to_ex", controller_.pipeline_depth),
+      to_rd_("to_rd", controller_.pipeline_depth),
+      to_wb_("to_wb", controller_.pipeline_depth),
+      subblocks_("subblocks", controller_.pipeline_depth),
+      written_back_("written_back") {
   const MemorySpec& mem = is_root_ ? spec.root.memory : spec.levels[level].memory;
   memory_ = std::make_unique<Memory>("memory", mem, ctx_.functional);
   memory_->set_write_hook([this](uint64_t b, uint64_t e) { invalidate_children(b, e); });
@@ -72,11 +77,16 @@ Node::Node(const sc_core::sc_module_name& name, const MachineSpec& spec, int lev
                                        ls.link.bandwidth);
   }
   if (is_leaf_) unit_ = make_leaf_unit(spec.levels[level]);
-  SC_THREAD(id_stage);
-  SC_THREAD(ld_stage);
-  SC_THREAD(ex_stage);
-  SC_THREAD(rd_stage);
-  SC_THREAD(wb_stage);
+}
+
+void Node::start() {
+  started_ = true;
+  constexpr void (Node::*kStages[])() = {&Node::id_stage, &Node::ld_stage, &Node::ex_stage,
+                                         &Node::rd_stage, &Node::wb_stage};
+  // Named (node names are unique): SystemC's generated names cost more than the thread.
+  for (int s = 0; s < 5; ++s)
+    sc_core::sc_spawn(sc_bind(kStages[s], this),
+                      fmt::format("{}_{}", basename(), kStageName[s]).c_str());
 }
 
 Node::~Node() {
@@ -94,14 +104,15 @@ uint64_t Node::cycles_since(const sc_time& t0) const {
 
 void Node::trace(int stage, const Piece& p, const sc_time& t0) {
   if (!ctx_.trace || sc_core::sc_time_stamp() == t0) return;
-  ctx_.trace->name_node(p.tree_node, (*ctx_.tree)[p.tree_node].path);
-  ctx_.trace->record(p.tree_node, stage, &p.op->name, t0.value(), sc_core::sc_time_stamp().value());
+  const size_t track = ctx_.tree->preorder(p.tree_node);
+  ctx_.trace->name_node(track, ctx_.tree->path(p.tree_node));
+  ctx_.trace->record(track, stage, &p.op->name, t0.value(), sc_core::sc_time_stamp().value());
 }
 
 void Node::invalidate_children(uint64_t begin, uint64_t end) {
   if (is_leaf_ || begin >= end) return;
   MachineTree& tree = *ctx_.tree;
-  for (int i = 0; i < fanout_; ++i) tree[tree.child(tree_node_, i)].tpt.invalidate(begin, end);
+  for (int i = 0; i < fanout_; ++i) tree.tpt(tree.child(tree_node_, i)).invalidate(begin, end);
 }
 
 Node::Piece* Node::make_piece(const isa::OpDef& op, const isa::Instruction& part, int subblock,
@@ -158,7 +169,7 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, const isa::Instruction& part
       throw ConfigError(
           fmt::format("{}: {}: partial results need {} bytes more than a cyclic "
                       "sub-block holds",
-                      (*ctx_.tree)[tree_node_].path, op.name, base + p->split.scratch_bytes - end));
+                      ctx_.tree->path(tree_node_), op.name, base + p->split.scratch_bytes - end));
     p->local_writes.emplace_back(base, base + p->split.scratch_bytes);
   }
   for (size_t o = 0; o < op.operands.size(); ++o) {
@@ -318,7 +329,7 @@ std::string Node::describe_busy() const {
   for (int s = 0; s < 5; ++s)
     if (const Piece* p = holding_[s])
       out += fmt::format("{}{} stage {} holds piece {} of {} of instruction `{}`",
-                         out.empty() ? "" : "; ", (*ctx_.tree)[p->tree_node].path, kStageName[s],
+                         out.empty() ? "" : "; ", ctx_.tree->path(p->tree_node), kStageName[s],
                          p->index + 1, p->count, instruction_text(*p->op, *p->instr));
   return out;
 }

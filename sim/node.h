@@ -45,7 +45,7 @@ namespace fracsim::sim {
 // Counts outstanding instructions; the waiter sleeps on `done`.
 struct Completion {
   int64_t remaining = 0;
-  sc_core::sc_event done;
+  sc_core::sc_event done{"done"};  // named: cheaper for SystemC to build (see Node::Node)
 };
 
 // An instruction handed to a node, with the plan its parent made for it (the root plans its
@@ -109,7 +109,10 @@ class Node : public sc_core::sc_module {
   void set_port(int port) { port_ = port; }
   int port() const { return port_; }
   // Hands an instruction to this node (from the parent's EX stage, or the program driver).
-  void submit(Job job) { inbox_.write(std::move(job)); }
+  void submit(Job job) {
+    if (!started_) start();
+    inbox_.write(std::move(job));
+  }
 
   int level() const { return level_; }
   uint64_t period_ps() const { return period_ps_; }
@@ -121,6 +124,11 @@ class Node : public sc_core::sc_module {
  private:
   struct Piece;
 
+  // Spawns the stage threads. A folded run builds pools larger than it turns out to need (the
+  // MLP on 4096 leaves leaves 16 of 42 pool nodes idle), and a thread costs its coroutine stack
+  // (an mmap, a guard page, page faults), so a node's threads are made at its first
+  // instruction rather than at elaboration.
+  void start();
   void id_stage();
   void ld_stage();
   void ex_stage();
@@ -135,7 +143,7 @@ class Node : public sc_core::sc_module {
   void trace(int stage, const Piece& p, const sc_core::sc_time& t0);
   // After an instruction's last write-back: its plan's finalize work on the parent's memory.
   void run_finalize(const isa::Instruction& f, const Piece& p);
-  NodeStats& stats() { return (*ctx_.tree)[tree_node_].stats; }
+  NodeStats& stats() { return ctx_.tree->stats(tree_node_); }
   // The children's permutation tables hold copies of this node's memory: drop what a write to
   // [begin, end) of it makes stale.
   void invalidate_children(uint64_t begin, uint64_t end);
@@ -159,6 +167,7 @@ class Node : public sc_core::sc_module {
   int fanout_;
   uint64_t root_cyclic_base_, root_subblock_ = 0;
   int next_subblock_ = 0;
+  bool started_ = false;
 
   // The job being decoded (non-root nodes run one instruction at a time: the parent sends the
   // next only when this one has written back).

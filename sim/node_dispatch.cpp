@@ -54,7 +54,7 @@ NodeShape Node::child_shape(size_t child) const {
   const LevelSpec& ls = spec.levels[l];
   const int below = l + 1 < static_cast<int>(spec.levels.size()) ? spec.levels[l + 1].fanout : 1;
   return NodeShape{ls.memory.capacity, ls.controller.pipeline_depth, below,
-                   (*ctx_.tree)[child].path};
+                   ctx_.tree->path(child)};
 }
 
 void Node::dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& instrs,
@@ -69,7 +69,7 @@ void Node::dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& i
   auto place = [&](size_t i, const std::vector<StaticRequest>& requests,
                    const InstructionPlan& plan) {
     const NodeShape shape = child_shape(child[i]);
-    return tree[child[i]].tpt.place(requests, shape.pipeline_depth * plan.subblock_bytes);
+    return tree.tpt(child[i]).place(requests, shape.pipeline_depth * plan.subblock_bytes);
   };
   if (!ctx_.fold) {
     for (size_t i = 0; i < instrs.size(); ++i) {
@@ -94,7 +94,7 @@ void Node::dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& i
         size_t c = begin;
         for (; c < classes.size(); ++c)
           if (classes[c].layout == layout &&
-              tree[child[classes[c].members[0]]].below_digest == tree[child[i]].below_digest)
+              tree.below_digest(child[classes[c].members[0]]) == tree.below_digest(child[i]))
             break;
         if (c == classes.size()) {
           // A class of its own; its pieces must name its own addresses.
@@ -115,11 +115,10 @@ void Node::dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& i
           ctx_.pool_sizes[level_ + 1] - static_cast<int64_t>(pool.size()) +
               static_cast<int64_t>(classes.size()),
           fmt::format("{}: folding needs {} simulated nodes at level {} but its pool has {} free",
-                      tree[tree_node_].path, classes.size(), ctx_.spec->levels[level_ + 1].name,
+                      tree.path(tree_node_), classes.size(), ctx_.spec->levels[level_ + 1].name,
                       pool.size()));
     runners.assign(pool.begin(), pool.begin() + static_cast<long>(classes.size()));
     pool.erase(pool.begin(), pool.begin() + static_cast<long>(classes.size()));
-    if (getenv("PERF_PH")) fprintf(stderr, "use l%d %ld\n", level_ + 1, ctx_.pool_sizes[level_ + 1] - (long)pool.size());
   } else {
     for (const ChildClass& k : classes) runners.push_back(children_[k.members[0]]);
   }

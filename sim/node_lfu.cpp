@@ -76,8 +76,9 @@ void Node::run_finalize(const isa::Instruction& f, const Piece& p) {
   stats()[Counter::writeback_cycles] += wb;
   stats()[Counter::store_bytes] += out;
   if (ctx_.trace && sc_core::sc_time_stamp() != t0) {
-    ctx_.trace->name_node(p.tree_node, (*ctx_.tree)[p.tree_node].path);
-    ctx_.trace->record(p.tree_node, kWb, &op.name, t0.value(), sc_core::sc_time_stamp().value());
+    const size_t track = ctx_.tree->preorder(p.tree_node);
+    ctx_.trace->name_node(track, ctx_.tree->path(p.tree_node));
+    ctx_.trace->record(track, kWb, &op.name, t0.value(), sc_core::sc_time_stamp().value());
   }
 }
 

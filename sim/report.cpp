@@ -32,9 +32,19 @@ std::vector<NodeStats> level_totals(const MachineSpec& spec, const RunResult& ru
   return totals;
 }
 
+// Appends the counters to object `j`, which has none of their names yet. Appended to the
+// ordered map directly: its operator[] first searches every key, which made most of the cost of
+// the per-node entries of a large machine (5461 nodes of 17 keys at 4096 leaves).
+void append_counters(nlohmann::ordered_json& j, const NodeStats& s) {
+  auto& map = j.get_ref<nlohmann::ordered_json::object_t&>();
+  map.reserve(map.size() + kCounterInfo.size());
+  for (size_t i = 0; i < kCounterInfo.size(); ++i)
+    map.emplace_back(std::string(kCounterInfo[i].name), s.value[i]);
+}
+
 nlohmann::ordered_json counters_json(const NodeStats& s) {
-  nlohmann::ordered_json j;
-  for (size_t i = 0; i < kCounterInfo.size(); ++i) j[std::string(kCounterInfo[i].name)] = s.value[i];
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  append_counters(j, s);
   return j;
 }
 
@@ -141,10 +151,11 @@ nlohmann::ordered_json stats_json(const MachineSpec& spec, const isa::Program& p
   j["levels"] = levels;
   j["energy_pj"] = energy_json(spec, run_energy(spec, run, program, ops));
   ordered_json nodes = ordered_json::array();
+  nodes.get_ref<ordered_json::array_t&>().reserve(run.nodes.size());
   for (const NodeReport& n : run.nodes) {
     ordered_json e = {{"path", n.path}};
-    e.update(counters_json(n.stats));
-    nodes.push_back(e);
+    append_counters(e, n.stats);
+    nodes.push_back(std::move(e));
   }
   j["nodes"] = nodes;
   ordered_json counters;

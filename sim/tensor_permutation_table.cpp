@@ -26,6 +26,7 @@ struct Digest {
 }  // namespace
 
 std::vector<TensorPermutationTable::Entry>& TensorPermutationTable::entries() {
+  digest_known_ = false;
   if (!entries_)
     entries_ = std::make_shared<std::vector<Entry>>();
   else if (entries_.use_count() > 1)
@@ -183,6 +184,7 @@ int TensorPermutationTable::invalidate(uint64_t begin, uint64_t end) {
 }
 
 uint64_t TensorPermutationTable::digest() const {
+  if (digest_known_) return digest_;
   std::vector<const Entry*> by_use;
   if (entries_)
     for (const Entry& e : *entries_) by_use.push_back(&e);
@@ -198,7 +200,8 @@ uint64_t TensorPermutationTable::digest() const {
     d.add(e->local);
     d.add(e->bytes);
   }
-  return d.h;
+  digest_known_ = true;
+  return digest_ = d.h;
 }
 
 }  // namespace fracsim::sim

@@ -77,11 +77,16 @@ class TensorPermutationTable {
                  std::vector<uint64_t>& miss_local, uint64_t& cyclic_base) const;
 
   // Copy on write: folding copies whole subtrees of tables, most of them unchanged since.
+  // The only way to change the entries; it forgets the cached digest.
   std::vector<Entry>& entries();
 
   uint64_t capacity_;
   uint64_t clock_ = 0;  // use stamps
   std::shared_ptr<std::vector<Entry>> entries_;
+  // digest() of the entries, once computed: folding asks for the digests of every child after
+  // each instruction, and most tables (copies among them) have not changed since.
+  mutable uint64_t digest_ = 0;
+  mutable bool digest_known_ = false;
 };
 
 }  // namespace fracsim::sim

@@ -1,8 +1,9 @@
 // A timeline of the stages of every simulated node, written as Chrome/Perfetto trace-event
-// JSON: one process per node (pid = its machine-tree id, named by its path), one thread per
-// pipeline stage (tid 0..4 = ID, LD, EX, RD, WB), one complete event ("ph": "X") per stage
-// occupancy with ts and dur in microseconds of simulated time. Folded runs show the nodes that
-// were simulated; the nodes they stood for have no track. Deterministic: events are sorted.
+// JSON: one process per node (pid = its depth-first pre-order number in the machine tree, named
+// by its path), one thread per pipeline stage (tid 0..4 = ID, LD, EX, RD, WB), one complete
+// event ("ph": "X") per stage occupancy with ts and dur in microseconds of simulated time.
+// Folded runs show the nodes that were simulated; the nodes they stood for have no track.
+// Deterministic: events are sorted.
 #pragma once
 
 #include <cstdint>

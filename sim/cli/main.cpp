@@ -19,12 +19,14 @@
 #include "isa/error.h"
 #include "sim/cli/isa_command.h"
 #include "sim/cli/program_io.h"
+#include "sim/cli/verify_command.h"
 #include "sim/machine.h"
 #include "sim/machine_spec.h"
 #include "sim/node.h"
 #include "sim/report.h"
 #include "sim/trace.h"
 #include "sim/units.h"
+#include "rtl/rtl_backend.h"
 
 namespace po = boost::program_options;
 using namespace fracsim;
@@ -34,11 +36,14 @@ namespace {
 constexpr const char* kUsage = R"(usage: fracsim COMMAND [ARGS]
 
 commands:
-  run -m CONFIG -w PROGRAM [--mode functional|timing] [--out DIR] [--no-fold] [--trace FILE]
+  run -m CONFIG -w PROGRAM [--mode functional|timing] [--backend model|rtl] [--out DIR]
+      [--no-fold] [--trace FILE]
                       run a workload (.yaml), binary (.fbin) or assembly (.fasm) on a machine;
                       writes DIR/stats.json (default results/runs/PROGRAM-MACHINE-MODE);
                       --no-fold simulates every node of a timing run (same results, slower);
-                      --trace writes a Chrome/Perfetto trace-event timeline of the stages
+                      --trace writes a Chrome/Perfetto trace-event timeline of the stages;
+                      --backend overrides the leaf backend of the config (rtl: integer
+                      matmuls on the Verilated matrix unit, other ops on the C++ model)
   compile WORKLOAD -o X.fbin [--asm X.fasm]
                       compile a workload to a binary program (and its assembly)
   asm IN.fasm|- -o OUT.fbin
@@ -48,6 +53,10 @@ commands:
   config check CONFIG check a machine config and print its shape
   isa list            one line per op of the instruction set
   isa doc [-o FILE]   the op reference in Markdown (isa/README.md is its output)
+  verify --unit matrix [--vectors N] [--seed S] [--size RxC]
+                      directed and N random vectors through the RTL unit and the reference:
+                      results bit for bit, cycles against the model's formula; exit 1 on the
+                      first mismatch
   help                this text
 )";
 
@@ -66,13 +75,14 @@ po::variables_map parse(const std::string& command, const std::vector<std::strin
 
 int cmd_run(const std::vector<std::string>& args) {
   po::options_description opts;
-  std::string config, workload, mode_text, out_dir, trace_path;
+  std::string config, workload, mode_text, out_dir, trace_path, backend;
   opts.add_options()("machine,m", po::value(&config)->required(), "machine config")(
       "workload,w", po::value(&workload)->required(), "program")(
       "mode", po::value(&mode_text)->default_value("timing"), "functional or timing")(
       "out", po::value(&out_dir), "output directory")(
       "no-fold", po::bool_switch(), "simulate every node")(
-      "trace", po::value(&trace_path), "trace-event JSON to write");
+      "trace", po::value(&trace_path), "trace-event JSON to write")(
+      "backend", po::value(&backend), "leaf backend: model or rtl (overrides the config)");
   const po::variables_map vm = parse("run", args, opts, {});
   sim::Mode mode;
   if (mode_text == "functional") mode = sim::Mode::functional;
@@ -80,7 +90,25 @@ int cmd_run(const std::vector<std::string>& args) {
   else throw ConfigError(fmt::format("fracsim run: --mode: expected functional or timing, got '{}'", mode_text));
 
   const isa::OpTable& ops = isa::OpTable::builtin();
-  const sim::MachineSpec spec = sim::load_machine_spec(config);
+  if (!backend.empty() && backend != "model" && backend != "rtl")
+    throw ConfigError(
+        fmt::format("fracsim run: --backend: expected model or rtl, got '{}'", backend));
+  sim::MachineSpec spec = sim::load_machine_spec(config);
+  if (!backend.empty()) {
+    // The flag wins over the config's leaf.backend; the effective config says so.
+    spec.levels.back().backend = backend;
+    nlohmann::ordered_json& levels = spec.effective["levels"];
+    if (levels.is_array() && !levels.empty() && levels.back().contains("leaf")) {
+      nlohmann::ordered_json& leaf = levels.back()["leaf"];
+      leaf["backend"] = backend;
+      if (leaf.contains("defaulted") && leaf["defaulted"].is_array()) {
+        nlohmann::ordered_json given = nlohmann::ordered_json::array();
+        for (const auto& k : leaf["defaulted"])
+          if (k != "backend") given.push_back(k);
+        leaf["defaulted"] = given;
+      }
+    }
+  }
   const isa::Program program = cli::load_program(workload, ops);
   if (out_dir.empty())
     out_dir = fmt::format("results/runs/{}-{}-{}", program.name, spec.name, mode_text);
@@ -218,6 +246,7 @@ int dispatch(int argc, char** argv) {
   if (command == "disasm") return cmd_disasm(args);
   if (command == "config") return cmd_config(args);
   if (command == "isa") return cli::cmd_isa(args);
+  if (command == "verify") return cli::cmd_verify(args);
   if (command == "help" || command == "--help" || command == "-h") {
     std::cout << kUsage;
     return 0;
@@ -234,6 +263,7 @@ static const bool kQuietSystemC = setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1
 
 extern "C" int sc_main(int argc, char** argv) {
   try {
+    rtl::register_backends();
     return dispatch(argc, argv);
   } catch (const ConfigError& e) {
     std::cerr << "error: " << e.what() << "\n";

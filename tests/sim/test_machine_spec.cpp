@@ -342,7 +342,7 @@ TEST_CASE("lfu_throughput and leaf belong to exactly the right levels") {
 
 TEST_CASE("the backend must be a known one") {
   CHECK(error_of(kBase + "      backend: x\n") ==
-        "bad.yaml:19: levels[1].leaf.backend: unknown backend 'x' (expected model)");
+        "bad.yaml:19: levels[1].leaf.backend: unknown backend 'x' (expected model or rtl)");
   MachineSpec m = parse_machine_spec(kBase + "      backend: model\n", "ok.yaml");
   CHECK(m.levels[1].backend == "model");
   CHECK(m.effective["levels"][1]["leaf"]["defaulted"] == nlohmann::ordered_json::array({"sort"}));
