@@ -2,6 +2,7 @@
 
 #include <map>
 #include <memory>
+#include <string>
 #include <utility>
 
 #include <fmt/format.h>
@@ -9,6 +10,8 @@
 
 #include "isa/error.h"
 #include "rtl/matrix_bridge.h"
+#include "rtl/sort_bridge.h"
+#include "rtl/vector_bridge.h"
 #include "sim/leaf_unit.h"
 
 namespace fracsim::rtl {
@@ -23,6 +26,26 @@ bool is_integer_matmul(const isa::OpDef& op, const isa::Instruction& instr) {
 class RtlLeafUnit : public sim::LeafUnit {
  public:
   explicit RtlLeafUnit(const sim::LevelSpec& leaf) : matrix_(leaf.matrix) {
+    std::unique_ptr<VectorUnitPort> vu = make_vector_unit(leaf.vector.lanes);
+    if (!vu) {
+      std::string built;
+      for (int l : built_vector_lanes()) built += (built.empty() ? "" : ", ") + std::to_string(l);
+      throw ConfigError(fmt::format(
+          "backend rtl: no {}-lane vector unit in this build (built: {}; add the lane count to "
+          "the CMake option FRACSIM_RTL_VECTOR_LANES)",
+          leaf.vector.lanes, built));
+    }
+    vector_ = std::make_unique<VectorBridge>(std::move(vu));
+    std::unique_ptr<SortUnitPort> su = make_sort_unit(leaf.sort.width);
+    if (!su) {
+      std::string built;
+      for (int w : built_sort_widths()) built += (built.empty() ? "" : ", ") + std::to_string(w);
+      throw ConfigError(fmt::format(
+          "backend rtl: no width-{} sort unit in this build (built: {}; add the width to the "
+          "CMake option FRACSIM_RTL_SORT_WIDTHS)",
+          leaf.sort.width, built));
+    }
+    sort_ = std::make_unique<SortBridge>(std::move(su));
     sim::LevelSpec model = leaf;
     model.backend = "model";
     model_ = sim::make_leaf_unit(model);
@@ -31,6 +54,8 @@ class RtlLeafUnit : public sim::LeafUnit {
   }
 
   uint64_t run(const isa::OpDef& op, const isa::Instruction& instr, isa::MemoryView* mem) override {
+    if (vector_unit_runs(op, instr)) return vector_->run_instruction(op, instr, mem).cycles;
+    if (sort_unit_runs(op, instr)) return sort_->run_instruction(op, instr, mem).cycles;
     if (!is_integer_matmul(op, instr)) return model_->run(op, instr, mem);
     return bridge_for(instr.operands[0].dtype).run_instruction(op, instr, mem).cycles;
   }
@@ -53,7 +78,9 @@ class RtlLeafUnit : public sim::LeafUnit {
   }
 
   sim::MatrixUnitSpec matrix_;
-  std::unique_ptr<sim::LeafUnit> model_;                 // every op but integer matmul
+  std::unique_ptr<VectorBridge> vector_;                 // integer eltwise, activation, reduce
+  std::unique_ptr<SortBridge> sort_;                     // integer merge of 1 or 2 runs
+  std::unique_ptr<sim::LeafUnit> model_;                 // every other op
   std::map<std::pair<int, int>, MatrixBridge> bridges_;  // by array size
 };
 

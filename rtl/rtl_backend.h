@@ -1,6 +1,9 @@
 // The `rtl` leaf backend: matmul instructions with integer inputs run on the Verilated matrix
-// unit (rtl/matrix_unit.sv) through MatrixBridge, and take its cycles; every other op runs on the
-// C++ unit model (the vector and sort units' RTL comes later).
+// unit (rtl/matrix_unit.sv) through MatrixBridge, integer eltwise add/sub/mul/max/min, activation
+// relu/leaky_relu (Q16 alphas) and reduce sum/max/min on the Verilated vector unit
+// (rtl/vector_unit.sv) through VectorBridge, integer merges of 1 or 2 runs on the Verilated sort
+// unit (rtl/sort_unit.sv) through SortBridge, and take their cycles; every other op (all of f32,
+// sort, topk, merges of more runs) runs on the C++ unit model.
 #pragma once
 
 namespace fracsim::rtl {

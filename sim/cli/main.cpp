@@ -53,10 +53,11 @@ commands:
   config check CONFIG check a machine config and print its shape
   isa list            one line per op of the instruction set
   isa doc [-o FILE]   the op reference in Markdown (isa/README.md is its output)
-  verify --unit matrix [--vectors N] [--seed S] [--size RxC]
+  verify --unit matrix|vector|sort [--vectors N] [--seed S] [--size RxC] [--lanes L]
+         [--width W] [--wave FILE]
                       directed and N random vectors through the RTL unit and the reference:
                       results bit for bit, cycles against the model's formula; exit 1 on the
-                      first mismatch
+                      first mismatch (vector, sort: --wave writes a VCD of it)
   help                this text
 )";
 

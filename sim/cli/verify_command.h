@@ -1,4 +1,5 @@
-// `fracsim verify --unit matrix [--vectors N] [--seed S] [--size RxC]`.
+// `fracsim verify --unit matrix|vector|sort [--vectors N] [--seed S] [--size RxC] [--lanes L]
+// [--width W] [--wave FILE]`.
 #pragma once
 
 #include <string>

@@ -74,10 +74,43 @@ TEST_CASE("fracsim verify --unit matrix --vectors 1000 passes on every built siz
   CHECK(has(r.out, "all results bit-exact; all cycles equal the model's formula plus stalls"));
 }
 
+TEST_CASE("fracsim verify --unit vector --vectors 1000 passes on every built lane count") {
+  const Result r = fracsim("verify --unit vector --vectors 1000 --wave /nonexistent/never.vcd");
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK(has(r.out, "fracsim verify: vector unit, seed 1, 1000 random vectors per lane count"));
+  CHECK(std::regex_search(r.out, std::regex("   8 lanes: 1027 vectors \\(27 directed, 1000 random, "
+                                            "[0-9]+ with back-pressure\\), 0 mismatches")));
+  CHECK(std::regex_search(r.out, std::regex("  32 lanes: 1027 vectors \\(27 directed, 1000 random, "
+                                            "[0-9]+ with back-pressure\\), 0 mismatches")));
+  CHECK(has(r.out, "all results bit-exact; all cycles equal the model's formula plus stalls"));
+  CHECK_FALSE(has(r.out, "wave"));  // no failing vector, no wave
+}
+
+TEST_CASE("fracsim verify --unit sort --vectors 1000 passes on every built width") {
+  const Result r = fracsim("verify --unit sort --vectors 1000");
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK(has(r.out, "fracsim verify: sort unit (merge), seed 1, 1000 random vectors per width"));
+  CHECK(std::regex_search(r.out, std::regex("  width 4: 1014 vectors \\(14 directed, 1000 random, "
+                                            "[0-9]+ with back-pressure\\), 0 mismatches")));
+  CHECK(std::regex_search(r.out, std::regex("  width 8: 1014 vectors \\(14 directed, 1000 random, "
+                                            "[0-9]+ with back-pressure\\), 0 mismatches")));
+  CHECK(has(r.out, "all results bit-exact; all cycles equal the model's formula plus stalls"));
+}
+
 TEST_CASE("fracsim verify: bad flags are input errors") {
-  Result r = fracsim("verify --unit sort");
+  Result r = fracsim("verify --unit topk");
   CHECK(r.code == 2);
-  CHECK(has(r.out, "error: fracsim verify: --unit: expected matrix, got 'sort'"));
+  CHECK(has(r.out, "error: fracsim verify: --unit: expected matrix, vector or sort, got 'topk'"));
+  r = fracsim("verify --unit sort --width 16");
+  CHECK(r.code == 2);
+  CHECK(has(r.out,
+            "error: fracsim verify: --width: no width-16 sort unit in this build (built: 4, 8)"));
+  r = fracsim("verify --unit vector --lanes 16");
+  CHECK(r.code == 2);
+  CHECK(has(r.out,
+            "error: fracsim verify: --lanes: no 16-lane vector unit in this build (built: 8, 32)"));
   r = fracsim("verify --unit matrix --size 8x8");
   CHECK(r.code == 2);
   CHECK(has(r.out,
@@ -109,6 +142,82 @@ TEST_CASE("--backend rtl gives the model's outputs and cycles") {
         CHECK(has(r.out, "outputs match the reference"));
       }
       // stats.json is the same but for the backend of the effective config.
+      std::string sm = slurp(dm + "/stats.json"), sr = slurp(dr + "/stats.json");
+      REQUIRE(has(sr, "\"backend\": \"rtl\""));
+      sr = std::regex_replace(sr, std::regex("\"backend\": \"rtl\""), "\"backend\": \"model\"");
+      sr = std::regex_replace(sr, std::regex("\"seconds\": [0-9.e+-]+"), "");
+      sm = std::regex_replace(sm, std::regex("\"seconds\": [0-9.e+-]+"), "");
+      CHECK(sr == sm);
+      std::filesystem::remove_all(dm);
+      std::filesystem::remove_all(dr);
+    }
+  }
+}
+
+TEST_CASE(
+    "--backend rtl runs integer merges on the sort unit with the model's outputs and cycles") {
+  // tests/rtl/int_merge.fasm: sorts on the model, then i16 and i32 merges of two runs in place.
+  for (const std::string mode : {"functional", "timing"}) {
+    for (const std::string machine : {"tiny", "f1"}) {
+      CAPTURE(mode);
+      CAPTURE(machine);
+      const std::string dm = temp_dir(), dr = temp_dir();
+      const std::string common = "run -m configs/" + machine +
+                                 ".yaml -w tests/rtl/int_merge.fasm --mode " + mode + " --out ";
+      const Result m = fracsim(common + dm + " --backend model");
+      const Result r = fracsim(common + dr + " --backend rtl");
+      INFO(m.out);
+      INFO(r.out);
+      REQUIRE(m.code == 0);
+      REQUIRE(r.code == 0);
+      CHECK(cycles_line(r.out) == cycles_line(m.out));
+      CHECK(has(r.out, machine == "tiny" ? "  cycles        4005 at 1 GHz"
+                                         : "  cycles        1671 at 1 GHz"));
+      if (mode == "functional") {
+        CHECK(
+            has(r.out, "output p i16[20,101]: all 2020 elements match the reference bit for bit"));
+        CHECK(has(r.out, "output q i32[30,37]: all 1110 elements match the reference bit for bit"));
+      }
+      std::string sm = slurp(dm + "/stats.json"), sr = slurp(dr + "/stats.json");
+      sr = std::regex_replace(sr, std::regex("\"backend\": \"rtl\""), "\"backend\": \"model\"");
+      sr = std::regex_replace(sr, std::regex("\"seconds\": [0-9.e+-]+"), "");
+      sm = std::regex_replace(sm, std::regex("\"seconds\": [0-9.e+-]+"), "");
+      CHECK(sr == sm);
+      std::filesystem::remove_all(dm);
+      std::filesystem::remove_all(dr);
+    }
+  }
+}
+
+TEST_CASE(
+    "--backend rtl runs integer vector ops on the vector unit with the model's outputs and "
+    "cycles") {
+  // tests/rtl/int_vector.fasm: i8 add (saturating), relu, i16 mul (saturating), leaky_relu with
+  // alpha 0.25 and frac_bits 3, reduce sum/max/min on i8/i32/i16, i32 mul (wrapping).
+  for (const std::string mode : {"functional", "timing"}) {
+    for (const std::string machine : {"tiny", "f1"}) {
+      CAPTURE(mode);
+      CAPTURE(machine);
+      const std::string dm = temp_dir(), dr = temp_dir();
+      const std::string common = "run -m configs/" + machine +
+                                 ".yaml -w tests/rtl/int_vector.fasm --mode " + mode + " --out ";
+      const Result m = fracsim(common + dm + " --backend model");
+      const Result r = fracsim(common + dr + " --backend rtl");
+      INFO(m.out);
+      INFO(r.out);
+      REQUIRE(m.code == 0);
+      REQUIRE(r.code == 0);
+      CHECK(cycles_line(r.out) == cycles_line(m.out));
+      CHECK(has(r.out, machine == "tiny" ? "  cycles        4802 at 1 GHz"
+                                         : "  cycles        2029 at 1 GHz"));
+      if (mode == "functional") {
+        for (const char* line :
+             {"output e i8[64,100]: all 6400 elements match", "output g i8[64,100]: all 6400",
+              "output f i16[40,50]: all 2000", "output h i16[40,50]: all 2000",
+              "output s i32[64]: all 64", "output m i32[1]: all 1", "output n i32[40]: all 40",
+              "output w i32[300]: all 300", "outputs match the reference"})
+          CHECK(has(r.out, line));
+      }
       std::string sm = slurp(dm + "/stats.json"), sr = slurp(dr + "/stats.json");
       REQUIRE(has(sr, "\"backend\": \"rtl\""));
       sr = std::regex_replace(sr, std::regex("\"backend\": \"rtl\""), "\"backend\": \"model\"");
@@ -153,5 +262,17 @@ TEST_CASE("backend: rtl in a config and bad backends") {
   CHECK(has(r.out,
             "error: backend rtl: no 8x4 matrix unit (for i8) in this build (built: 4x4, "
             "16x16; add the size to the CMake option FRACSIM_RTL_MATRIX_SIZES)"));
+  // Likewise a lane count that was not Verilated.
+  std::string lanes16 = tiny;
+  const std::string vec = "vector: {lanes: 8}";
+  REQUIRE(has(lanes16, vec));
+  lanes16.replace(lanes16.find(vec), vec.size(), "vector: {lanes: 16}");
+  std::ofstream(d + "/lanes16.yaml") << lanes16;
+  r = fracsim("run -m " + d + "/lanes16.yaml -w tests/rtl/int_vector.fasm --backend rtl --out " +
+              d + "/l16");
+  CHECK(r.code == 2);
+  CHECK(has(r.out,
+            "error: backend rtl: no 16-lane vector unit in this build (built: 8, 32; add the lane "
+            "count to the CMake option FRACSIM_RTL_VECTOR_LANES)"));
   std::filesystem::remove_all(d);
 }

@@ -1,0 +1,73 @@
+// Adapts one Verilated sort_unit class (any WIDTH) to SortUnitPort. Include it only in a file
+// that includes verilated.h, verilated_vcd_c.h and the class's header first.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <type_traits>
+
+#include "rtl/sort_unit_port.h"
+
+namespace fracsim::rtl {
+
+template <typename V, bool Traced = false>
+class VerilatedSortUnit : public SortUnitPort {
+ public:
+  explicit VerilatedSortUnit(int width) : width_(width), top_(std::make_unique<V>()) {}
+  ~VerilatedSortUnit() override {
+    top_->final();
+    if constexpr (Traced) {
+      if (vcd_) vcd_->close();
+    }
+  }
+
+  [[nodiscard]] int width() const override { return width_; }
+  void reset() override {}
+
+  SortUnitOutputs cycle(const SortUnitInputs& in, int32_t* result) override {
+    using Count = std::remove_reference_t<decltype(top_->in_emit)>;
+    top_->in_valid = in.in_valid;
+    top_->out_ready = in.out_ready;
+    top_->in_descending = in.descending;
+    top_->in_a_count = static_cast<Count>(in.a_count);
+    top_->in_b_count = static_cast<Count>(in.b_count);
+    top_->in_emit = static_cast<Count>(in.emit);
+    for (int l = 0; l < width_; ++l) {
+      const auto i = static_cast<size_t>(l);
+      top_->in_a[i] = l < in.a_count ? static_cast<uint32_t>(in.a[l]) : 0u;
+      top_->in_b[i] = l < in.b_count ? static_cast<uint32_t>(in.b[l]) : 0u;
+    }
+    top_->eval();
+    if constexpr (Traced) {
+      if (vcd_) vcd_->dump(time_++);
+    }
+    SortUnitOutputs o{top_->in_ready != 0, top_->out_valid != 0,
+                      static_cast<int>(top_->out_take_a)};
+    if (o.out_valid && in.out_ready)
+      for (int l = 0; l < width_; ++l)
+        result[l] = static_cast<int32_t>(top_->out_data[static_cast<size_t>(l)]);
+    return o;
+  }
+
+  bool trace_to(const std::string& path) override {
+    if constexpr (Traced) {
+      Verilated::traceEverOn(true);
+      vcd_ = std::make_unique<VerilatedVcdC>();
+      top_->trace(vcd_.get(), 99);
+      vcd_->open(path.c_str());
+      return vcd_->isOpen();
+    } else {
+      (void)path;
+      return false;
+    }
+  }
+
+ private:
+  struct NoTrace {};
+  int width_;
+  std::unique_ptr<V> top_;
+  std::conditional_t<Traced, std::unique_ptr<VerilatedVcdC>, NoTrace> vcd_{};
+  uint64_t time_ = 0;
+};
+
+}  // namespace fracsim::rtl

@@ -1,0 +1,93 @@
+// Adapts one Verilated vector_unit class (any LANES) to VectorUnitPort. Include it only in a file
+// that includes verilated.h (and verilated_vcd_c.h when Traced) and the class's header first.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <type_traits>
+
+#include "rtl/vector_unit_port.h"
+
+namespace fracsim::rtl {
+
+template <typename V, bool Traced = false>
+class VerilatedVectorUnit : public VectorUnitPort {
+ public:
+  explicit VerilatedVectorUnit(int lanes) : lanes_(lanes), top_(std::make_unique<V>()) {}
+  ~VerilatedVectorUnit() override {
+    top_->final();
+    if constexpr (Traced) {
+      if (vcd_) vcd_->close();
+    }
+  }
+
+  [[nodiscard]] int lanes() const override { return lanes_; }
+
+  void reset() override {
+    top_->clk = 0;
+    top_->rst = 1;
+    top_->in_valid = 0;
+    top_->out_ready = 0;
+    eval();
+    top_->clk = 1;
+    eval();
+    top_->clk = 0;
+    top_->rst = 0;
+    eval();
+  }
+
+  VectorUnitOutputs cycle(const VectorUnitInputs& in, int32_t* result) override {
+    top_->clk = 0;
+    top_->in_valid = in.in_valid;
+    top_->out_ready = in.out_ready;
+    top_->in_op = static_cast<uint8_t>(in.op);
+    top_->in_dtype = static_cast<uint8_t>(in.dtype);
+    top_->in_alpha = in.alpha_q16;
+    top_->in_lane_valid =
+        static_cast<std::remove_reference_t<decltype(top_->in_lane_valid)>>(in.lane_valid);
+    top_->in_seg_first =
+        static_cast<std::remove_reference_t<decltype(top_->in_seg_first)>>(in.seg_first);
+    for (int l = 0; l < lanes_; ++l) {
+      const auto i = static_cast<size_t>(l);
+      top_->in_a[i] = in.a ? static_cast<uint32_t>(in.a[l]) : 0u;
+      top_->in_b[i] = in.b ? static_cast<uint32_t>(in.b[l]) : 0u;
+    }
+    eval();
+    VectorUnitOutputs o{top_->in_ready != 0, top_->out_valid != 0};
+    if (o.out_valid && in.out_ready)
+      for (int l = 0; l < lanes_; ++l)
+        result[l] = static_cast<int32_t>(top_->out_data[static_cast<size_t>(l)]);
+    top_->clk = 1;
+    eval();
+    return o;
+  }
+
+  bool trace_to(const std::string& path) override {
+    if constexpr (Traced) {
+      Verilated::traceEverOn(true);
+      vcd_ = std::make_unique<VerilatedVcdC>();
+      top_->trace(vcd_.get(), 99);
+      vcd_->open(path.c_str());
+      return vcd_->isOpen();
+    } else {
+      (void)path;
+      return false;
+    }
+  }
+
+ private:
+  void eval() {
+    top_->eval();
+    if constexpr (Traced) {
+      if (vcd_) vcd_->dump(time_++);
+    }
+  }
+
+  struct NoTrace {};
+  int lanes_;
+  std::unique_ptr<V> top_;
+  std::conditional_t<Traced, std::unique_ptr<VerilatedVcdC>, NoTrace> vcd_{};
+  uint64_t time_ = 0;
+};
+
+}  // namespace fracsim::rtl
