@@ -1,5 +1,7 @@
 #include "compiler/lowering.h"
 
+#include "compiler/graph_lowering.h"
+
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -12,248 +14,252 @@ namespace fracsim::compiler {
 
 uint64_t segment_seed(uint64_t seed, uint64_t index) { return seed * 1000003u + index; }
 
-namespace {
+Compilation GraphLowering::run() {
+  for (const TensorDesc& in : w_.inputs) {
+    bool integer = isa::is_integer(in.dtype);
+    tensors_[in.name] =
+        whole(add_buffer(in, BufferRole::input, integer ? -8.0 : -1.0, integer ? 8.0 : 1.0));
+  }
+  plan_concat_slices();
+  for (const Layer& l : w_.layers) lower_layer(l);
+  // An output that is a view of another tensor keeps that tensor's buffer alive throughout.
+  for (const std::string& name : w_.outputs) buffers_[tensors_.at(name).buffer].output = true;
+  Compilation c;
+  c.plan = MemoryPlan::first_fit(lifetimes());
+  c.program = materialize(c.plan);
+  isa::validate_program(c.program, ops_, w_.file.empty() ? w_.name : w_.file);
+  return c;
+}
 
-enum class BufferRole { input, weight, intermediate };
+void GraphLowering::lower_layer(const Layer& l) {
+  switch (l.kind) {
+    case LayerKind::dense:
+      return lower_dense(l);
+    case LayerKind::relu:
+      return lower_activation(l, "relu");
+    case LayerKind::gelu:
+      return lower_activation(l, "gelu");
+    case LayerKind::sigmoid:
+      return lower_activation(l, "sigmoid");
+    case LayerKind::tanh:
+      return lower_activation(l, "tanh");
+    case LayerKind::add:
+      return lower_add(l);
+    case LayerKind::matmul:
+      return lower_matmul(l);
+    case LayerKind::conv2d:
+      return lower_conv2d(l);
+    case LayerKind::maxpool:
+    case LayerKind::avgpool:
+    case LayerKind::global_avgpool:
+      return lower_pool(l);
+    case LayerKind::batchnorm:
+      return lower_batchnorm(l);
+    case LayerKind::softmax:
+      return lower_softmax(l);
+    case LayerKind::layernorm:
+      return lower_layernorm(l);
+    case LayerKind::flatten:
+    case LayerKind::reshape:
+    case LayerKind::transpose:
+      return lower_view(l);
+    case LayerKind::concat:
+      return lower_concat(l);
+    case LayerKind::lrn:
+      return lower_lrn(l);
+  }
+}
 
-// A tensor to be placed in the root memory.
-struct Buffer {
-  TensorDesc desc;
-  BufferRole role = BufferRole::intermediate;
-  bool output = false;
-  double lo = 0, hi = 0;  // inputs and weights: the range of their random contents
-};
+int GraphLowering::add_buffer(const TensorDesc& desc, BufferRole role, double lo, double hi) {
+  Buffer b;
+  b.desc = desc;
+  b.role = role;
+  b.output = w_.is_output(desc.name);
+  b.lo = lo;
+  b.hi = hi;
+  buffers_.push_back(std::move(b));
+  return static_cast<int>(buffers_.size()) - 1;
+}
 
-// A strided view of a buffer, as one operand of an instruction sees it.
-struct View {
-  int buffer = 0;
-  isa::Shape shape;
-  isa::Shape strides;
-};
+int GraphLowering::add_weight(const Layer& l, const std::string& suffix, isa::Shape shape,
+                              double lo, double hi) {
+  return add_buffer({l.name + "." + suffix, isa::DType::f32, std::move(shape)}, BufferRole::weight,
+                    lo, hi);
+}
 
-struct PendingInstruction {
-  const isa::OpDef* op = nullptr;
-  std::vector<View> operands;
-  std::vector<int64_t> attrs;
-};
+View GraphLowering::output_of(const Layer& l) {
+  auto slice = slices_.find(l.name);
+  View v = slice == slices_.end() ? whole(add_buffer(l.output, BufferRole::intermediate))
+                                  : reshaped(whole(concat_buffer(slice->second.first)),
+                                             l.output.shape, slice->second.second);
+  tensors_[l.name] = v;
+  return v;
+}
 
-using AttrValues = std::vector<std::pair<std::string, std::string>>;
+View GraphLowering::whole(int b) const {
+  const isa::Shape& s = buffers_[b].desc.shape;
+  return View{b, s, isa::contiguous_strides(s), 0};
+}
 
-class GraphLowering {
- public:
-  GraphLowering(const Workload& w, const isa::OpTable& ops) : w_(w), ops_(ops) {}
+View GraphLowering::dense(const std::string& name) {
+  View v = tensors_.at(name);
+  if (v.contiguous()) return v;
+  const Buffer& src = buffers_[v.buffer];
+  View d = whole(add_buffer({name + ".dense", src.desc.dtype, v.shape}, BufferRole::intermediate));
+  copy(v, d);
+  tensors_[name] = d;
+  return d;
+}
 
-  Compilation run() {
-    for (const TensorDesc& in : w_.inputs) {
-      bool integer = isa::is_integer(in.dtype);
-      add_buffer(in, BufferRole::input, integer ? -8.0 : -1.0, integer ? 8.0 : 1.0);
+View GraphLowering::as_matrix(View v) {
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < v.shape.size(); ++i) rows *= v.shape[i];
+  return reshaped(std::move(v), {rows, v.shape.back()});
+}
+
+View GraphLowering::reshaped(View v, const isa::Shape& shape, int64_t offset) {
+  FRACSIM_ASSERT(v.contiguous(), "reshape of a strided view");
+  FRACSIM_ASSERT(offset + isa::num_elements(shape) <= isa::num_elements(v.shape),
+                 "reshape beyond the view");
+  return View{v.buffer, shape, isa::contiguous_strides(shape), v.offset + offset};
+}
+
+void GraphLowering::copy(const View& src, const View& dst) {
+  emit("eltwise", {src, src, dst}, {{"fn", "max"}});
+}
+
+void GraphLowering::emit(const std::string& op_name, std::vector<View> operands,
+                         const AttrValues& values) {
+  const isa::OpDef& op = ops_.get(op_name);
+  PendingInstruction in;
+  in.op = &op;
+  // Views of a lower rank than the op's operands gain leading dims of extent 1 (a matrix is a
+  // batch of one for matmul; eltwise sees up to 6 dims).
+  for (size_t k = 0; k < operands.size(); ++k) {
+    View& v = operands[k];
+    const size_t rank = op.operands.at(k).dims.size();
+    FRACSIM_ASSERT(v.shape.size() <= rank, "op {}: rank-{} view for a rank-{} operand", op_name,
+                   v.shape.size(), rank);
+    v.shape.insert(v.shape.begin(), rank - v.shape.size(), 1);
+    v.strides.insert(v.strides.begin(), rank - v.strides.size(), 0);
+  }
+  in.operands = std::move(operands);
+  for (const isa::AttrDef& a : op.attributes) in.attrs.push_back(a.default_value);
+  for (const auto& [name, value] : values) {
+    int i = op.attr_index(name);
+    FRACSIM_ASSERT(i >= 0, "op {} has no attribute {}", op_name, name);
+    const isa::AttrDef& a = op.attributes[i];
+    if (a.type == isa::AttrType::enumeration) {
+      auto it = std::find(a.values.begin(), a.values.end(), value);
+      FRACSIM_ASSERT(it != a.values.end(), "op {}: {} has no value {}", op_name, name, value);
+      in.attrs[i] = it - a.values.begin();
+    } else if (a.type == isa::AttrType::real) {
+      in.attrs[i] = isa::real_to_attr(std::stod(value));
+    } else {
+      in.attrs[i] = std::stoll(value);
     }
-    for (const Layer& l : w_.layers) {
-      switch (l.kind) {
-        case LayerKind::dense:
-          lower_dense(l);
-          break;
-        case LayerKind::relu:
-          lower_relu(l);
-          break;
-        case LayerKind::add:
-          lower_add(l);
-          break;
-        case LayerKind::matmul:
-          lower_matmul(l);
-          break;
-      }
+  }
+  pending_.push_back(std::move(in));
+}
+
+// dense = matmul + eltwise add of the bias row, seen [M,N] with strides [0,1].
+void GraphLowering::lower_dense(const Layer& l) {
+  View x = dense(l.inputs[0]);
+  const int64_t m = x.shape[0], k = x.shape[1];
+  // Keeps the variance of each output like that of the inputs (LeCun-style uniform init).
+  const double range = 1.0 / std::sqrt(static_cast<double>(k));
+  int weight = add_weight(l, "weight", {k, l.units}, -range, range);
+  int bias = l.bias ? add_weight(l, "bias", {l.units}, -range, range) : -1;
+  View y = output_of(l);
+  emit("matmul", {x, whole(weight), y}, {{"accumulate", "0"}});
+  if (bias >= 0) emit("eltwise", {y, View{bias, {m, l.units}, {0, 1}, 0}, y}, {{"fn", "add"}});
+}
+
+void GraphLowering::lower_activation(const Layer& l, const std::string& fn) {
+  View x = dense(l.inputs[0]);
+  View y = output_of(l);
+  emit("activation", {as_matrix(x), as_matrix(y)}, {{"fn", fn}});
+}
+
+void GraphLowering::lower_add(const Layer& l) {
+  View a = as_matrix(dense(l.inputs[0]));
+  View b = dense(l.inputs[1]);
+  View y = output_of(l);
+  // b [N] broadcast over the rows of a [..., N]: stride 0 along the rows.
+  View vb = b.shape != l.output.shape ? View{b.buffer, {a.shape[0], b.shape[0]}, {0, 1}, b.offset}
+                                      : as_matrix(b);
+  emit("eltwise", {a, vb, as_matrix(y)}, {{"fn", "add"}});
+}
+
+void GraphLowering::lower_matmul(const Layer& l) {
+  View a = dense(l.inputs[0]);
+  View b = dense(l.inputs[1]);
+  View y = output_of(l);
+  emit("matmul", {a, b, y}, {{"accumulate", "0"}});
+}
+
+std::vector<TensorLifetime> GraphLowering::lifetimes() const {
+  const int last = static_cast<int>(pending_.size()) - 1;
+  std::vector<TensorLifetime> out;
+  for (size_t b = 0; b < buffers_.size(); ++b) {
+    const Buffer& buf = buffers_[b];
+    const uint64_t bytes =
+        static_cast<uint64_t>(isa::num_elements(buf.desc.shape)) * isa::dtype_size(buf.desc.dtype);
+    TensorLifetime t{buf.desc.name, bytes, 0, last};
+    if (buf.role == BufferRole::intermediate && !buf.output) {
+      t.first = last + 1;
+      t.last = -1;
+      for (int i = 0; i <= last; ++i)
+        for (const View& v : pending_[i].operands)
+          if (v.buffer == static_cast<int>(b)) {
+            t.first = std::min(t.first, i);
+            t.last = std::max(t.last, i);
+          }
+      FRACSIM_ASSERT(t.first <= t.last, "tensor {} is used by no instruction", t.name);
     }
-    Compilation c;
-    c.plan = MemoryPlan::first_fit(lifetimes());
-    c.program = materialize(c.plan);
-    isa::validate_program(c.program, ops_, w_.file.empty() ? w_.name : w_.file);
-    return c;
+    out.push_back(t);
   }
+  return out;
+}
 
- private:
-  int add_buffer(const TensorDesc& desc, BufferRole role, double lo = 0, double hi = 0) {
-    Buffer b;
-    b.desc = desc;
-    b.role = role;
-    b.output = w_.is_output(desc.name);
-    b.lo = lo;
-    b.hi = hi;
-    buffers_.push_back(std::move(b));
-    return static_cast<int>(buffers_.size()) - 1;
+isa::Program GraphLowering::materialize(const MemoryPlan& plan) const {
+  isa::Program p;
+  p.name = w_.name;
+  p.footprint = plan.footprint();
+  auto ref = [&](const View& v) {
+    const isa::DType dt = buffers_[v.buffer].desc.dtype;
+    const uint64_t at =
+        plan.tensors()[v.buffer].address + static_cast<uint64_t>(v.offset) * isa::dtype_size(dt);
+    return isa::TensorRef{at, dt, v.shape, v.strides};
+  };
+  for (const PendingInstruction& pi : pending_) {
+    isa::Instruction in;
+    in.opcode = pi.op->opcode;
+    in.attrs = pi.attrs;
+    for (const View& v : pi.operands) in.operands.push_back(ref(v));
+    p.instructions.push_back(std::move(in));
   }
-
-  int buffer_of(const std::string& name) const {
-    for (size_t i = 0; i < buffers_.size(); ++i)
-      if (buffers_[i].desc.name == name) return static_cast<int>(i);
-    FRACSIM_ASSERT(false, "no buffer for tensor {}", name);
-    return -1;
+  for (size_t b = 0; b < buffers_.size(); ++b) {
+    const Buffer& buf = buffers_[b];
+    if (buf.role == BufferRole::intermediate) continue;
+    isa::DataSegment d;
+    d.kind = isa::DataSegment::Kind::random;
+    d.address = plan.tensors()[b].address;
+    d.dtype = buf.desc.dtype;
+    d.count = static_cast<uint64_t>(isa::num_elements(buf.desc.shape));
+    d.seed = segment_seed(w_.seed, p.data.size());
+    d.lo = buf.lo;
+    d.hi = buf.hi;
+    p.data.push_back(std::move(d));
+    isa::SymbolRole role =
+        buf.role == BufferRole::input ? isa::SymbolRole::input : isa::SymbolRole::weight;
+    p.symbols.push_back({buf.desc.name, role, ref(whole(static_cast<int>(b)))});
   }
-
-  // The output of `l`, allocated as the layer is lowered.
-  int output_of(const Layer& l) { return add_buffer(l.output, BufferRole::intermediate); }
-
-  View whole(int b) const {
-    const isa::Shape& s = buffers_[b].desc.shape;
-    return View{b, s, isa::contiguous_strides(s)};
+  for (const std::string& name : w_.outputs) {
+    p.symbols.push_back({name, isa::SymbolRole::output, ref(tensors_.at(name))});
   }
-
-  // [d0, ..., dn-1] as [d0*...*dn-2, dn-1]; a rank-1 [N] as [1, N].
-  View as_matrix(int b) const {
-    const isa::Shape& s = buffers_[b].desc.shape;
-    int64_t rows = 1;
-    for (size_t i = 0; i + 1 < s.size(); ++i) rows *= s[i];
-    return View{b, {rows, s.back()}, {s.back(), 1}};
-  }
-
-  // A row [N] repeated `rows` times without copying: stride 0 along the rows.
-  View row_broadcast(int b, int64_t rows) const {
-    const isa::Shape& s = buffers_[b].desc.shape;
-    FRACSIM_ASSERT(s.size() == 1, "broadcast of a rank-{} tensor", s.size());
-    return View{b, {rows, s[0]}, {0, 1}};
-  }
-
-  void emit(const std::string& op_name, std::vector<View> operands, const AttrValues& values) {
-    const isa::OpDef& op = ops_.get(op_name);
-    PendingInstruction in;
-    in.op = &op;
-    // Views of a lower rank than the op's operands gain leading dims of extent 1 (a matrix is a
-    // batch of one for matmul; eltwise sees up to 6 dims).
-    for (size_t k = 0; k < operands.size(); ++k) {
-      View& v = operands[k];
-      const size_t rank = op.operands.at(k).dims.size();
-      FRACSIM_ASSERT(v.shape.size() <= rank, "op {}: rank-{} view for a rank-{} operand", op_name,
-                     v.shape.size(), rank);
-      v.shape.insert(v.shape.begin(), rank - v.shape.size(), 1);
-      v.strides.insert(v.strides.begin(), rank - v.strides.size(), 0);
-    }
-    in.operands = std::move(operands);
-    for (const isa::AttrDef& a : op.attributes) in.attrs.push_back(a.default_value);
-    for (const auto& [name, value] : values) {
-      int i = op.attr_index(name);
-      FRACSIM_ASSERT(i >= 0, "op {} has no attribute {}", op_name, name);
-      const isa::AttrDef& a = op.attributes[i];
-      if (a.type == isa::AttrType::enumeration) {
-        auto it = std::find(a.values.begin(), a.values.end(), value);
-        FRACSIM_ASSERT(it != a.values.end(), "op {}: {} has no value {}", op_name, name, value);
-        in.attrs[i] = it - a.values.begin();
-      } else if (a.type == isa::AttrType::real) {
-        in.attrs[i] = isa::real_to_attr(std::stod(value));
-      } else {
-        in.attrs[i] = std::stoll(value);
-      }
-    }
-    pending_.push_back(std::move(in));
-  }
-
-  void lower_dense(const Layer& l) {
-    int x = buffer_of(l.inputs[0]);
-    const isa::Shape& xs = buffers_[x].desc.shape;
-    const int64_t m = xs[0], k = xs[1];
-    // Keeps the variance of each output like that of the inputs (LeCun-style uniform init).
-    const double range = 1.0 / std::sqrt(static_cast<double>(k));
-    int weight = add_buffer({l.name + ".weight", isa::DType::f32, {k, l.units}}, BufferRole::weight,
-                            -range, range);
-    int bias = l.bias ? add_buffer({l.name + ".bias", isa::DType::f32, {l.units}},
-                                   BufferRole::weight, -range, range)
-                      : -1;
-    int y = output_of(l);
-    emit("matmul", {whole(x), whole(weight), whole(y)}, {{"accumulate", "0"}});
-    if (bias >= 0) emit("eltwise", {whole(y), row_broadcast(bias, m), whole(y)}, {{"fn", "add"}});
-  }
-
-  void lower_relu(const Layer& l) {
-    int x = buffer_of(l.inputs[0]);
-    int y = output_of(l);
-    emit("activation", {as_matrix(x), as_matrix(y)}, {{"fn", "relu"}});
-  }
-
-  void lower_add(const Layer& l) {
-    int a = buffer_of(l.inputs[0]);
-    int b = buffer_of(l.inputs[1]);
-    int y = output_of(l);
-    View va = as_matrix(a);
-    View vb = buffers_[b].desc.shape == buffers_[a].desc.shape ? as_matrix(b)
-                                                               : row_broadcast(b, va.shape[0]);
-    emit("eltwise", {va, vb, as_matrix(y)}, {{"fn", "add"}});
-  }
-
-  void lower_matmul(const Layer& l) {
-    int a = buffer_of(l.inputs[0]);
-    int b = buffer_of(l.inputs[1]);
-    int y = output_of(l);
-    emit("matmul", {whole(a), whole(b), whole(y)}, {{"accumulate", "0"}});
-  }
-
-  std::vector<TensorLifetime> lifetimes() const {
-    const int last = static_cast<int>(pending_.size()) - 1;
-    std::vector<TensorLifetime> out;
-    for (size_t b = 0; b < buffers_.size(); ++b) {
-      const Buffer& buf = buffers_[b];
-      const uint64_t bytes = static_cast<uint64_t>(isa::num_elements(buf.desc.shape)) *
-                             isa::dtype_size(buf.desc.dtype);
-      TensorLifetime t{buf.desc.name, bytes, 0, last};
-      if (buf.role == BufferRole::intermediate && !buf.output) {
-        t.first = last + 1;
-        t.last = -1;
-        for (int i = 0; i <= last; ++i)
-          for (const View& v : pending_[i].operands)
-            if (v.buffer == static_cast<int>(b)) {
-              t.first = std::min(t.first, i);
-              t.last = std::max(t.last, i);
-            }
-        FRACSIM_ASSERT(t.first <= t.last, "tensor {} is used by no instruction", t.name);
-      }
-      out.push_back(t);
-    }
-    return out;
-  }
-
-  isa::Program materialize(const MemoryPlan& plan) const {
-    isa::Program p;
-    p.name = w_.name;
-    p.footprint = plan.footprint();
-    auto ref = [&](int b, const isa::Shape& shape, const isa::Shape& strides) {
-      return isa::TensorRef{plan.tensors()[b].address, buffers_[b].desc.dtype, shape, strides};
-    };
-    for (const PendingInstruction& pi : pending_) {
-      isa::Instruction in;
-      in.opcode = pi.op->opcode;
-      in.attrs = pi.attrs;
-      for (const View& v : pi.operands) in.operands.push_back(ref(v.buffer, v.shape, v.strides));
-      p.instructions.push_back(std::move(in));
-    }
-    for (size_t b = 0; b < buffers_.size(); ++b) {
-      const Buffer& buf = buffers_[b];
-      if (buf.role == BufferRole::intermediate) continue;
-      isa::DataSegment d;
-      d.kind = isa::DataSegment::Kind::random;
-      d.address = plan.tensors()[b].address;
-      d.dtype = buf.desc.dtype;
-      d.count = static_cast<uint64_t>(isa::num_elements(buf.desc.shape));
-      d.seed = segment_seed(w_.seed, p.data.size());
-      d.lo = buf.lo;
-      d.hi = buf.hi;
-      p.data.push_back(std::move(d));
-      isa::SymbolRole role =
-          buf.role == BufferRole::input ? isa::SymbolRole::input : isa::SymbolRole::weight;
-      View v = whole(static_cast<int>(b));
-      p.symbols.push_back({buf.desc.name, role, ref(v.buffer, v.shape, v.strides)});
-    }
-    for (const std::string& name : w_.outputs) {
-      View v = whole(buffer_of(name));
-      p.symbols.push_back({name, isa::SymbolRole::output, ref(v.buffer, v.shape, v.strides)});
-    }
-    return p;
-  }
-
-  const Workload& w_;
-  const isa::OpTable& ops_;
-  std::vector<Buffer> buffers_;  // inputs, then per layer its weights and its output
-  std::vector<PendingInstruction> pending_;
-};
-
-}  // namespace
+  return p;
+}
 
 Compilation compile_with_plan(const Workload& w, const isa::OpTable& ops) {
   return GraphLowering(w, ops).run();

@@ -1,17 +1,25 @@
 // Lowering of a workload graph to a FRISA program: each layer becomes root-level instructions over
-// whole tensors (dense -> matmul + eltwise add of the bias row; relu -> activation; add -> eltwise;
-// matmul -> matmul), every tensor gets a place in the root memory (memory_plan.h), and the inputs
-// and weights get seeded random contents.
+// whole tensors (dense -> matmul + eltwise add of the bias row; relu, gelu, sigmoid, tanh ->
+// activation; add -> eltwise; matmul -> matmul; the CNN layers as lower_cnn.cpp says), every
+// tensor gets a place in the root memory (memory_plan.h), and the inputs and weights get seeded
+// random contents.
 //
 // Rules a reader of the program may rely on:
 // - eltwise and activation see rank-2 views [prod(leading dims), last dim] (a rank-1 [N] is [1,N]);
 //   a bias or a broadcast row b [N] is viewed as [M,N] with strides [0,1];
-// - inputs, weights and outputs live for the whole program; intermediates only from their producer
-//   to their last reader, so their bytes are reused;
-// - data segment i (inputs in declaration order, then each dense layer's weight and bias) is
+// - flatten, reshape and transpose emit nothing: their output is a view of their input's bytes
+//   (a transpose's is strided; a layer that needs it contiguous gets one copy, "<name>.dense");
+//   a concat's buffer holds the outputs of the producers that write into it (lower_cnn.cpp);
+// - inputs, weights and outputs (and the buffers outputs are views of) live for the whole
+//   program; intermediates only from their producer to their last reader, through any view, so
+//   their bytes are reused;
+// - data segment i (inputs in declaration order, then each layer's weights in layer order) is
 //   random with seed = workload seed * 1000003 + i, in [-1, 1) for float inputs, [-8, 8] for
-//   integer inputs, and +-1/sqrt(K) for the weights of a dense layer with K input features;
-// - symbols: the inputs, then the weights ("<layer>.weight", "<layer>.bias"), then the outputs.
+//   integer inputs, +-1/sqrt(fan-in) for the weights and biases of dense and conv2d layers,
+//   [0.5, 1.5) for batchnorm's scale and var and layernorm's gamma, [-0.5, 0.5) for batchnorm's
+//   bias and mean and layernorm's beta;
+// - symbols: the inputs, then the weights ("<layer>.weight", "<layer>.bias", "<layer>.scale",
+//   ...), then the outputs.
 #pragma once
 
 #include "compiler/memory_plan.h"

@@ -10,24 +10,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "compiler/layer_reader.h"
 #include "isa/error.h"
 #include "isa/yaml_map.h"
 
 namespace fracsim::compiler {
-
-std::string_view layer_kind_name(LayerKind k) {
-  switch (k) {
-    case LayerKind::dense:
-      return "dense";
-    case LayerKind::relu:
-      return "relu";
-    case LayerKind::add:
-      return "add";
-    case LayerKind::matmul:
-      return "matmul";
-  }
-  return "?";
-}
 
 const TensorDesc* Workload::find_tensor(const std::string& name) const {
   for (const TensorDesc& t : inputs)
@@ -65,14 +52,6 @@ void reject_unknown_keys(const YamlMap& m, const std::vector<std::string>& allow
   }
 }
 
-std::optional<int64_t> parse_int(const std::string& s) {
-  errno = 0;
-  char* end = nullptr;
-  long long v = std::strtoll(s.c_str(), &end, 0);
-  if (s.empty() || *end != '\0' || errno == ERANGE) return std::nullopt;
-  return v;
-}
-
 // Bounds every tensor so that element counts and byte sizes never overflow (2^48 elements).
 constexpr int64_t kMaxElements = int64_t{1} << 48;
 
@@ -85,54 +64,13 @@ bool too_large(const isa::Shape& shape) {
   return false;
 }
 
+}  // namespace
+
 std::string shape_and_name(const TensorDesc& t) {
   return fmt::format("'{}' {}", t.name, isa::shape_str(t.shape));
 }
 
-// The keys of one layer; every message names the layer ("layer 'fc1': ...").
-class LayerReader {
- public:
-  LayerReader(YamlMap& map, const std::string& layer)
-      : map_(map), prefix_("layer '" + layer + "': ") {}
-
-  ConfigError error(const std::string& key, const std::string& message) const {
-    return map_.error(key, prefix_ + message);
-  }
-  ConfigError error_at(const YAML::Node& node, const std::string& key,
-                       const std::string& message) const {
-    return map_.error_at(node, key, prefix_ + message);
-  }
-  const std::string& prefix() const { return prefix_; }
-
-  YAML::Node require(const std::string& key) {
-    auto n = map_.get(key);
-    if (!n) throw error(key, "missing required key");
-    return *n;
-  }
-  std::string require_scalar(const std::string& key) {
-    YAML::Node n = require(key);
-    if (!n.IsScalar()) throw error(key, "expected a single value, got a list or map");
-    return n.Scalar();
-  }
-  int64_t require_positive(const std::string& key) {
-    std::string s = require_scalar(key);
-    std::optional<int64_t> v = parse_int(s);
-    if (!v || *v <= 0) throw error(key, fmt::format("expected a positive integer, got '{}'", s));
-    return *v;
-  }
-  bool get_bool(const std::string& key, bool fallback) {
-    auto n = map_.get(key);
-    if (!n) return fallback;
-    if (n->IsScalar() && n->Scalar() == "true") return true;
-    if (n->IsScalar() && n->Scalar() == "false") return false;
-    throw error(key, fmt::format("expected true or false, got '{}'",
-                                 n->IsScalar() ? n->Scalar() : "a list or map"));
-  }
-
- private:
-  YamlMap& map_;
-  std::string prefix_;
-};
+namespace {
 
 class WorkloadParser {
  public:
@@ -225,6 +163,42 @@ class WorkloadParser {
     return {&resolve(r, list[0], "inputs[0]"), &resolve(r, list[1], "inputs[1]")};
   }
 
+  std::vector<const TensorDesc*> read_concat_inputs(LayerReader& r) {
+    YAML::Node list = r.require("inputs");
+    if (!list.IsSequence() || list.size() < 2)
+      throw r.error("inputs", "concat expects a list of two or more tensor names");
+    std::vector<const TensorDesc*> out;
+    for (size_t i = 0; i < list.size(); ++i)
+      out.push_back(&resolve(r, list[i], fmt::format("inputs[{}]", i)));
+    return out;
+  }
+
+  static void infer_cnn_layer(LayerReader& r, Layer& l, const TensorDesc& x) {
+    switch (l.kind) {
+      case LayerKind::conv2d:
+        return infer_conv2d(r, l, x);
+      case LayerKind::maxpool:
+      case LayerKind::avgpool:
+        return infer_pool(r, l, x);
+      case LayerKind::global_avgpool:
+        return infer_global_avgpool(r, l, x);
+      case LayerKind::batchnorm:
+      case LayerKind::softmax:
+      case LayerKind::layernorm:
+        return infer_normalization(r, l, x);
+      case LayerKind::flatten:
+        return infer_flatten(r, l, x);
+      case LayerKind::reshape:
+        return infer_reshape(r, l, x);
+      case LayerKind::transpose:
+        return infer_transpose(r, l, x);
+      case LayerKind::lrn:
+        return infer_lrn(r, l, x);
+      default:
+        return infer_unary(r, l, x);
+    }
+  }
+
   void parse_layer(YamlMap m) {
     Layer l;
     l.name = m.require_string("name");
@@ -233,17 +207,42 @@ class WorkloadParser {
     claim_name(l.name, fmt::format("{} at line {}", m.path(), m.line()),
                [&](const std::string& msg) { return r.error("name", msg); });
     std::string type = r.require_scalar("type");
-    static const std::map<std::string, std::pair<LayerKind, std::vector<std::string>>> kKinds = {
+    using Keys = std::vector<std::string>;
+    static const Keys kUnary = {"name", "type", "input"};
+    static const Keys kConv = {"name",   "type",    "input",    "filters", "kernel",
+                               "stride", "padding", "dilation", "groups",  "bias"};
+    static const Keys kPool = {"name", "type", "input", "kernel", "stride", "padding"};
+    static const Keys kAvgPool = {
+        "name", "type", "input", "kernel", "stride", "padding", "count_include_pad"};
+    static const Keys kNorm = {"name", "type", "input", "epsilon"};
+    static const std::map<std::string, std::pair<LayerKind, Keys>> kKinds = {
         {"dense", {LayerKind::dense, {"name", "type", "input", "units", "bias"}}},
-        {"relu", {LayerKind::relu, {"name", "type", "input"}}},
+        {"relu", {LayerKind::relu, kUnary}},
         {"add", {LayerKind::add, {"name", "type", "inputs"}}},
         {"matmul", {LayerKind::matmul, {"name", "type", "inputs"}}},
+        {"conv2d", {LayerKind::conv2d, kConv}},
+        {"maxpool", {LayerKind::maxpool, kPool}},
+        {"avgpool", {LayerKind::avgpool, kAvgPool}},
+        {"global_avgpool", {LayerKind::global_avgpool, kUnary}},
+        {"batchnorm", {LayerKind::batchnorm, kNorm}},
+        {"softmax", {LayerKind::softmax, kUnary}},
+        {"layernorm", {LayerKind::layernorm, kNorm}},
+        {"gelu", {LayerKind::gelu, kUnary}},
+        {"sigmoid", {LayerKind::sigmoid, kUnary}},
+        {"tanh", {LayerKind::tanh, kUnary}},
+        {"flatten", {LayerKind::flatten, kUnary}},
+        {"reshape", {LayerKind::reshape, {"name", "type", "input", "shape"}}},
+        {"transpose", {LayerKind::transpose, {"name", "type", "input", "perm"}}},
+        {"concat", {LayerKind::concat, {"name", "type", "inputs", "axis"}}},
+        {"lrn", {LayerKind::lrn, {"name", "type", "input", "size", "alpha", "beta", "bias"}}},
     };
     auto kind = kKinds.find(type);
-    if (kind == kKinds.end())
-      throw r.error("type", fmt::format("unknown layer type '{}' (expected one of: dense, "
-                                        "relu, add, matmul)",
-                                        type));
+    if (kind == kKinds.end()) {
+      std::vector<std::string> names;
+      for (const auto& k : kKinds) names.push_back(k.first);
+      throw r.error("type", fmt::format("unknown layer type '{}' (expected one of: {})", type,
+                                        fmt::join(names, ", ")));
+    }
     l.kind = kind->second.first;
     reject_unknown_keys(m, kind->second.second, r.prefix(), " for type " + type);
     l.output.name = l.name;
@@ -260,9 +259,17 @@ class WorkloadParser {
       case LayerKind::matmul:
         infer_matmul(r, l);
         break;
+      case LayerKind::concat:
+        infer_concat(r, l, read_concat_inputs(r));
+        break;
+      default:
+        infer_cnn_layer(r, l, resolve(r, r.require("input"), "input"));
+        break;
     }
     if (too_large(l.output.shape))
-      throw r.error(l.kind == LayerKind::dense ? "units" : "inputs",
+      throw r.error(l.kind == LayerKind::dense    ? "units"
+                    : l.kind == LayerKind::conv2d ? "filters"
+                                                  : "inputs",
                     fmt::format("the output shape {} has more than 2^48 elements",
                                 isa::shape_str(l.output.shape)));
     m.finish();

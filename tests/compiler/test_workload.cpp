@@ -171,7 +171,8 @@ TEST_CASE("missing keys") {
 TEST_CASE("unknown layer type") {
   CHECK(error_of(lines(with(base(), 5, "  - {name: c, type: conv, input: x}"))) ==
         "w.yaml:5: layers[0].type: layer 'c': unknown layer type 'conv' (expected one of: "
-        "dense, relu, add, matmul)");
+        "add, avgpool, batchnorm, concat, conv2d, dense, flatten, gelu, global_avgpool, "
+        "layernorm, lrn, matmul, maxpool, relu, reshape, sigmoid, softmax, tanh, transpose)");
 }
 
 TEST_CASE("unknown tensor names") {

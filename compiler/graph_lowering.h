@@ -1,0 +1,102 @@
+// The lowering pass itself (internal to compiler/): buffers in the root memory, strided views of
+// them that name the graph's tensors, and one lower_* method per layer type. lowering.cpp holds
+// the v1 layers, planning and emission; lower_cnn.cpp the CNN layers, views and concat.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compiler/lowering.h"
+
+namespace fracsim::compiler {
+
+enum class BufferRole { input, weight, intermediate };
+
+// A tensor's bytes in the root memory.
+struct Buffer {
+  TensorDesc desc;
+  BufferRole role = BufferRole::intermediate;
+  bool output = false;    // a workload output lives in it: it lives throughout
+  double lo = 0, hi = 0;  // inputs and weights: the range of their random contents
+};
+
+// A strided view of a buffer: how an operand, or a tensor of the graph, sees it. `offset` is in
+// elements from the buffer's start.
+struct View {
+  int buffer = 0;
+  isa::Shape shape;
+  isa::Shape strides;
+  int64_t offset = 0;
+
+  // Dense in row-major order; the stride of a dim of extent 1 does not matter.
+  bool contiguous() const {
+    const isa::Shape c = isa::contiguous_strides(shape);
+    for (size_t i = 0; i < shape.size(); ++i)
+      if (shape[i] != 1 && strides[i] != c[i]) return false;
+    return true;
+  }
+};
+
+struct PendingInstruction {
+  const isa::OpDef* op = nullptr;
+  std::vector<View> operands;
+  std::vector<int64_t> attrs;
+};
+
+using AttrValues = std::vector<std::pair<std::string, std::string>>;
+
+class GraphLowering {
+ public:
+  GraphLowering(const Workload& w, const isa::OpTable& ops) : w_(w), ops_(ops) {}
+  Compilation run();
+
+ private:
+  int add_buffer(const TensorDesc& desc, BufferRole role, double lo = 0, double hi = 0);
+  // A weight of layer `l`, "<layer>.<suffix>", with contents uniform in [lo, hi).
+  int add_weight(const Layer& l, const std::string& suffix, isa::Shape shape, double lo, double hi);
+  // Allocates the output buffer of `l` and names it as the tensor `l.name`.
+  View output_of(const Layer& l);
+  View whole(int b) const;
+  // The tensor `name` as a contiguous view; a strided one (a transpose) is copied first, once.
+  View dense(const std::string& name);
+  // A contiguous view [d0, ..., dn-1] as [d0*...*dn-2, dn-1]; a rank-1 [N] as [1, N].
+  static View as_matrix(View v);
+  // The bytes of `v` from element `offset` on, under another shape; `v` must be contiguous.
+  static View reshaped(View v, const isa::Shape& shape, int64_t offset = 0);
+  // A copy of `src` into `dst` (eltwise max of src with itself: exact for every value).
+  void copy(const View& src, const View& dst);
+  void emit(const std::string& op_name, std::vector<View> operands, const AttrValues& values);
+
+  void lower_layer(const Layer& l);
+  void lower_dense(const Layer& l);
+  void lower_activation(const Layer& l, const std::string& fn);
+  void lower_add(const Layer& l);
+  void lower_matmul(const Layer& l);
+  void lower_conv2d(const Layer& l);
+  void lower_pool(const Layer& l);
+  void lower_batchnorm(const Layer& l);
+  void lower_softmax(const Layer& l);
+  void lower_layernorm(const Layer& l);
+  void lower_view(const Layer& l);
+  void lower_concat(const Layer& l);
+  void lower_lrn(const Layer& l);
+  // Concat by layout: chooses which producers write straight into their slice of a concat.
+  void plan_concat_slices();
+  int concat_buffer(const std::string& concat);
+
+  std::vector<TensorLifetime> lifetimes() const;
+  isa::Program materialize(const MemoryPlan& plan) const;
+
+  const Workload& w_;
+  const isa::OpTable& ops_;
+  std::vector<Buffer> buffers_;          // inputs, then per layer its weights and its output
+  std::map<std::string, View> tensors_;  // every tensor of the graph, by name
+  // A producer whose output is a slice of a concat's buffer: the concat and the offset in it.
+  std::map<std::string, std::pair<std::string, int64_t>> slices_;
+  std::map<std::string, int> concat_buffers_;  // concat layer -> its buffer, made on first use
+  std::vector<PendingInstruction> pending_;
+};
+
+}  // namespace fracsim::compiler
