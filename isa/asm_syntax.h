@@ -54,7 +54,7 @@ inline std::optional<double> parse_double(std::string_view s) {
 }
 
 inline std::vector<int64_t> parse_list(std::string_view s, std::string_view what,
-                                const std::function<ConfigError(const std::string&)>& bad) {
+                                       const std::function<ConfigError(const std::string&)>& bad) {
   std::vector<int64_t> out;
   if (s.empty()) return out;
   size_t begin = 0;

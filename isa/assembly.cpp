@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "isa/encoding.h"
 #include "isa/asm_syntax.h"
+#include "isa/encoding.h"
 #include "isa/error.h"
 
 namespace fracsim::isa {
@@ -272,8 +272,8 @@ class Assembler {
     if (ad.type == AttrType::real) {
       auto d = parse_double(v);
       if (!d)
-        throw error(op.name, fmt::format("attribute {}: expected a real number, got '{}'",
-                                         ad.name, v));
+        throw error(op.name,
+                    fmt::format("attribute {}: expected a real number, got '{}'", ad.name, v));
       return real_to_attr(*d);
     }
     if (ad.type == AttrType::boolean) {

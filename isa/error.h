@@ -29,12 +29,11 @@ inline ConfigError config_error_at(const std::string& file, int line, const std:
   return ConfigError(fmt::format("{}: {}: {}", where, key, message));
 }
 
-#define FRACSIM_ASSERT(cond, ...)                                                        \
-  do {                                                                                   \
-    if (!(cond))                                                                         \
-      throw ::fracsim::InternalError(fmt::format("{}:{}: assertion '{}' failed: {}",     \
-                                                 __FILE__, __LINE__, #cond,              \
-                                                 fmt::format(__VA_ARGS__)));             \
+#define FRACSIM_ASSERT(cond, ...)                                                              \
+  do {                                                                                         \
+    if (!(cond))                                                                               \
+      throw ::fracsim::InternalError(fmt::format("{}:{}: assertion '{}' failed: {}", __FILE__, \
+                                                 __LINE__, #cond, fmt::format(__VA_ARGS__)));  \
   } while (0)
 
 }  // namespace fracsim

@@ -146,10 +146,14 @@ int64_t eval_node(const Expr::Node& n, const std::map<std::string, int64_t>& var
   }
   int64_t a = eval_node(*n.lhs, vars), b = eval_node(*n.rhs, vars);
   switch (n.op) {
-    case '+': return a + b;
-    case '-': return a - b;
-    case '*': return a * b;
-    default: return b == 0 ? 0 : a / b;
+    case '+':
+      return a + b;
+    case '-':
+      return a - b;
+    case '*':
+      return a * b;
+    default:
+      return b == 0 ? 0 : a / b;
   }
 }
 

@@ -84,8 +84,8 @@ void check_names(const OpDef& op, const Expr& e, const std::vector<std::string>&
   for (const std::string& n : e.names())
     if (op.dim_index(n) < 0 && op.attr_index(n) < 0 &&
         std::find(loop_vars.begin(), loop_vars.end(), n) == loop_vars.end())
-      throw fail(fmt::format("'{}' is neither a dim, an attribute nor a loop variable of {}", n,
-                             op.name));
+      throw fail(
+          fmt::format("'{}' is neither a dim, an attribute nor a loop variable of {}", n, op.name));
 }
 
 SequenceStep parse_step(const OpDef& op, YamlMap& m, const OpTable& table, const YAML::Node& sn,
@@ -102,9 +102,8 @@ SequenceStep parse_step(const OpDef& op, YamlMap& m, const OpTable& table, const
   YamlMap args(sn.begin()->second, m.file(), key + "." + prim_name);
   if (auto when = args.get("when")) {
     step.when = Expr::parse(scalar_string(*when, m.file(), args.key_path("when")), where);
-    check_names(op, step.when, loop_vars, [&](const std::string& msg) {
-      return fail_at(*when, "when: " + msg);
-    });
+    check_names(op, step.when, loop_vars,
+                [&](const std::string& msg) { return fail_at(*when, "when: " + msg); });
   }
   if (prim_name == "repeat") {
     YamlMap over = args.require_map("over");
@@ -118,13 +117,14 @@ SequenceStep parse_step(const OpDef& op, YamlMap& m, const OpTable& table, const
     over.finish();
     int i = 0;
     for (const auto& bn : args.require("steps"))
-      step.body.push_back(parse_step(op, m, table, bn, fmt::format("{}.steps[{}]", key, i++),
-                                     loop_vars));
+      step.body.push_back(
+          parse_step(op, m, table, bn, fmt::format("{}.steps[{}]", key, i++), loop_vars));
     args.finish();
     return step;
   }
   const OpDef* prim = table.find(prim_name);
-  if (!prim || prim->is_extension()) throw fail_at(sn, fmt::format("unknown primitive '{}'", prim_name));
+  if (!prim || prim->is_extension())
+    throw fail_at(sn, fmt::format("unknown primitive '{}'", prim_name));
   step.prim = std::make_shared<const OpDef>(*prim);
   for (const OperandDef& po : prim->operands) {
     const YAML::Node vn = args.require(po.name);
@@ -133,10 +133,11 @@ SequenceStep parse_step(const OpDef& op, YamlMap& m, const OpTable& table, const
     const std::vector<std::string>* dims = tensor_dims(op, v.tensor, &is_input);
     if (!dims)
       throw fail_at(vn, fmt::format("operand {}: '{}' is neither an operand nor a temporary "
-                                    "written as name[axes]", po.name, vn.Scalar()));
+                                    "written as name[axes]",
+                                    po.name, vn.Scalar()));
     if (v.axes.size() != po.dims.size())
-      throw fail_at(vn, fmt::format("operand {}: {} axes for {}'s {} dims", po.name,
-                                    v.axes.size(), prim_name, po.dims.size()));
+      throw fail_at(vn, fmt::format("operand {}: {} axes for {}'s {} dims", po.name, v.axes.size(),
+                                    prim_name, po.dims.size()));
     if (po.role == OperandRole::out && is_input)
       throw fail_at(vn, fmt::format("operand {}: writes the input {}", po.name, v.tensor));
     for (size_t a = 0; a < v.axes.size(); ++a) {
@@ -148,22 +149,23 @@ SequenceStep parse_step(const OpDef& op, YamlMap& m, const OpTable& table, const
       const DimKind pk = prim->dim(po.dims[a]).kind;
       if (op.dim(ax).kind == DimKind::parallel && pk != DimKind::parallel)
         throw fail_at(vn, fmt::format("dim {} is declared parallel but {} does not treat it as "
-                                      "parallel (its dim {})", ax, prim_name, po.dims[a]));
+                                      "parallel (its dim {})",
+                                      ax, prim_name, po.dims[a]));
     }
     for (const auto& [dim, index] : v.fixed) {
       if (std::find(dims->begin(), dims->end(), dim) == dims->end())
-        throw fail_at(vn, fmt::format("operand {}: {} has no dim {} to hold at an index",
-                                      po.name, v.tensor, dim));
+        throw fail_at(vn, fmt::format("operand {}: {} has no dim {} to hold at an index", po.name,
+                                      v.tensor, dim));
       check_names(op, index, loop_vars, [&](const std::string& msg) {
         return fail_at(vn, fmt::format("operand {}: {}", po.name, msg));
       });
     }
     for (const std::string& d : *dims) {
-      const bool held = std::any_of(v.fixed.begin(), v.fixed.end(),
-                                    [&](const auto& f) { return f.first == d; });
+      const bool held =
+          std::any_of(v.fixed.begin(), v.fixed.end(), [&](const auto& f) { return f.first == d; });
       if (!held && std::find(v.axes.begin(), v.axes.end(), d) == v.axes.end())
-        throw fail_at(vn, fmt::format("operand {}: the view of {} drops its dim {}", po.name,
-                                      v.tensor, d));
+        throw fail_at(
+            vn, fmt::format("operand {}: the view of {} drops its dim {}", po.name, v.tensor, d));
     }
     step.operands.push_back(v);
   }
@@ -188,7 +190,8 @@ SequenceStep parse_step(const OpDef& op, YamlMap& m, const OpTable& table, const
           const int ea = op.attr_index(text);
           if (ea < 0 || op.attributes[ea].type != AttrType::real)
             throw fail_at(*given, fmt::format("attribute {}: '{}' is neither a number nor a real "
-                                              "attribute of {}", pa.name, text, op.name));
+                                              "attribute of {}",
+                                              pa.name, text, op.name));
           sa.name = text;
         }
       } else {
@@ -219,8 +222,10 @@ void parse_sequence(OpDef& op, YamlMap& m, const OpTable& table) {
       t.name = tm.require_string("name");
       for (const auto& d : tm.require("dims")) {
         if (op.dim_index(d.Scalar()) < 0)
-          throw fail_at(d, "temporaries", fmt::format("temporary {} names dim '{}' that is not "
-                                                      "declared under dims", t.name, d.Scalar()));
+          throw fail_at(d, "temporaries",
+                        fmt::format("temporary {} names dim '{}' that is not "
+                                    "declared under dims",
+                                    t.name, d.Scalar()));
         t.dims.push_back(d.Scalar());
       }
       const std::string dt = tm.get_string("dtype", "f32");
@@ -328,8 +333,8 @@ Expansion expand_sequence(const OpDef& op, const Instruction& instr) {
           for (size_t a = 0; a < step.attrs.size(); ++a) {
             const StepAttr& sa = step.attrs[a];
             if (step.prim->attributes[a].type == AttrType::real)
-              in.attrs.push_back(real_to_attr(sa.name.empty() ? sa.real
-                                                              : attr_to_real(vars.at(sa.name))));
+              in.attrs.push_back(
+                  real_to_attr(sa.name.empty() ? sa.real : attr_to_real(vars.at(sa.name))));
             else
               in.attrs.push_back(sa.value.eval(vars));
           }

@@ -51,7 +51,8 @@ double attr_to_real(int64_t bits) {
 
 std::string OpDef::attr_value_str(int attr, int64_t value) const {
   const AttrDef& a = attributes.at(attr);
-  if (a.type == AttrType::enumeration && value >= 0 && value < static_cast<int64_t>(a.values.size()))
+  if (a.type == AttrType::enumeration && value >= 0 &&
+      value < static_cast<int64_t>(a.values.size()))
     return a.values[value];
   if (a.type == AttrType::real) return fmt::format("{}", attr_to_real(value));
   return fmt::format("{}", value);
@@ -85,11 +86,15 @@ DimDef parse_dim(const std::string& name, const YAML::Node& n, const YamlMap& pa
   d.name = name;
   if (n.IsScalar()) {
     const std::string& kind = n.Scalar();
-    if (kind == "parallel") d.kind = DimKind::parallel;
-    else if (kind == "whole") d.kind = DimKind::whole;
+    if (kind == "parallel")
+      d.kind = DimKind::parallel;
+    else if (kind == "whole")
+      d.kind = DimKind::whole;
     else
-      throw parent.error_at(n, name, fmt::format("unknown decomposition kind '{}' (expected "
-                                                 "parallel, whole or {{reduce: fn}})", kind));
+      throw parent.error_at(n, name,
+                            fmt::format("unknown decomposition kind '{}' (expected "
+                                        "parallel, whole or {{reduce: fn}})",
+                                        kind));
     return d;
   }
   YamlMap m(n, parent.file(), parent.key_path(name));
@@ -176,12 +181,14 @@ AttrDef parse_attr(YamlMap m) {
     if (auto fo = m.get("float_only"))
       for (const auto& v : *fo) {
         if (std::find(a.values.begin(), a.values.end(), v.Scalar()) == a.values.end())
-          throw m.error_at(v, "float_only", fmt::format("'{}' is not one of the values", v.Scalar()));
+          throw m.error_at(v, "float_only",
+                           fmt::format("'{}' is not one of the values", v.Scalar()));
         a.float_only.push_back(v.Scalar());
       }
   } else {
     throw m.error("type", fmt::format("unknown attribute type '{}' (expected int, bool, enum, "
-                                      "real)", type));
+                                      "real)",
+                                      type));
   }
   m.finish();
   return a;
@@ -211,7 +218,8 @@ void OpTable::add_yaml(const std::string& text, const std::string& file) {
   op.reassociates = m.get_bool("reassociates", false);
 
   YamlMap dims = m.require_map("dims");
-  for (const std::string& name : dims.keys()) op.dims.push_back(parse_dim(name, dims.require(name), dims));
+  for (const std::string& name : dims.keys())
+    op.dims.push_back(parse_dim(name, dims.require(name), dims));
   dims.finish();
 
   for (const auto& on : m.require("operands")) {
@@ -219,14 +227,18 @@ void OpTable::add_yaml(const std::string& text, const std::string& file) {
     OperandDef od;
     od.name = om.require_string("name");
     std::string role = om.require_string("role");
-    if (role == "in") od.role = OperandRole::in;
-    else if (role == "out") od.role = OperandRole::out;
-    else throw om.error("role", fmt::format("op {}: expected in or out, got '{}'", op.name, role));
+    if (role == "in")
+      od.role = OperandRole::in;
+    else if (role == "out")
+      od.role = OperandRole::out;
+    else
+      throw om.error("role", fmt::format("op {}: expected in or out, got '{}'", op.name, role));
     for (const auto& d : om.require("dims")) {
       if (op.dim_index(d.Scalar()) < 0)
-        throw om.error_at(d, "dims", fmt::format("op {}: operand {} names dim '{}' that is not "
-                                                 "declared under dims", op.name, od.name,
-                                                 d.Scalar()));
+        throw om.error_at(d, "dims",
+                          fmt::format("op {}: operand {} names dim '{}' that is not "
+                                      "declared under dims",
+                                      op.name, od.name, d.Scalar()));
       od.dims.push_back(d.Scalar());
     }
     od.read_if = om.get_string("read_if", "");
@@ -234,18 +246,22 @@ void OpTable::add_yaml(const std::string& text, const std::string& file) {
     op.operands.push_back(od);
   }
   if (auto attrs = m.get("attributes"))
-    for (const auto& an : *attrs) op.attributes.push_back(parse_attr(YamlMap(an, file, "attributes")));
+    for (const auto& an : *attrs)
+      op.attributes.push_back(parse_attr(YamlMap(an, file, "attributes")));
 
   for (const auto& row : m.require("dtypes")) {
     std::vector<DType> r;
     for (const auto& t : row) {
       auto dt = parse_dtype(t.Scalar());
-      if (!dt) throw m.error_at(t, "dtypes", fmt::format("op {}: unknown dtype '{}'", op.name, t.Scalar()));
+      if (!dt)
+        throw m.error_at(t, "dtypes",
+                         fmt::format("op {}: unknown dtype '{}'", op.name, t.Scalar()));
       r.push_back(*dt);
     }
     if (r.size() != op.operands.size())
-      throw m.error_at(row, "dtypes", fmt::format("op {}: a row needs one dtype per operand ({})",
-                                                  op.name, op.operands.size()));
+      throw m.error_at(row, "dtypes",
+                       fmt::format("op {}: a row needs one dtype per operand ({})", op.name,
+                                   op.operands.size()));
     op.dtypes.push_back(r);
   }
   op.work = Expr::parse(m.require_string("work"), fmt::format("{}: op {}: work", file, op.name));
@@ -266,7 +282,8 @@ void OpTable::add_yaml(const std::string& text, const std::string& file) {
       int a = op.attr_index(d.accumulate_attr);
       if (a < 0 || op.attributes[a].type != AttrType::boolean)
         throw fail("dims", fmt::format("dim {}: accumulate names '{}', which is not a bool "
-                                       "attribute", d.name, d.accumulate_attr));
+                                       "attribute",
+                                       d.name, d.accumulate_attr));
     }
   }
   auto is_int_attr = [&](const std::string& n) {
@@ -281,40 +298,43 @@ void OpTable::add_yaml(const std::string& text, const std::string& file) {
                                        d.name, d.combine_attr));
       for (const std::string& v : op.attributes[a].values)
         if (!d.combine_by_value.count(v))
-          throw fail("dims", fmt::format("dim {}: no combining fn for {} = {}", d.name,
-                                         d.combine_attr, v));
+          throw fail("dims",
+                     fmt::format("dim {}: no combining fn for {} = {}", d.name, d.combine_attr, v));
     }
     if (!d.offset_attr.empty() && !is_int_attr(d.offset_attr))
-      throw fail("dims", fmt::format("dim {}: offset '{}' is not an int attribute", d.name,
-                                     d.offset_attr));
+      throw fail("dims",
+                 fmt::format("dim {}: offset '{}' is not an int attribute", d.name, d.offset_attr));
     if (d.kind == DimKind::reduce && d.combine == "self") {
       size_t ins = 0, outs = 0;
       for (const OperandDef& o : op.operands) (o.role == OperandRole::in ? ins : outs)++;
       if (ins != outs || d.accumulate_attr.empty())
         throw fail("dims", fmt::format("dim {}: 'reduce: self' needs an accumulate attribute and "
-                                       "as many inputs as outputs", d.name));
+                                       "as many inputs as outputs",
+                                       d.name));
     }
     if (d.kind != DimKind::window) continue;
     const WindowDef& w = d.window;
     int of = op.dim_index(w.of);
     if (of < 0 || op.dims[of].kind != DimKind::parallel)
-      throw fail("dims", fmt::format("dim {}: window of '{}', which is not a parallel dim",
-                                     d.name, w.of));
+      throw fail("dims",
+                 fmt::format("dim {}: window of '{}', which is not a parallel dim", d.name, w.of));
     for (const WindowTerm* t : {&w.kernel, &w.stride, &w.dilation})
       if (!t->name.empty() && op.dim_index(t->name) < 0 && !is_int_attr(t->name))
         throw fail("dims", fmt::format("dim {}: window term '{}' is neither a dim nor an int "
-                                       "attribute", d.name, t->name));
+                                       "attribute",
+                                       d.name, t->name));
     for (const std::string& pad : {w.pad_begin, w.pad_end})
       if (!is_int_attr(pad))
-        throw fail("dims", fmt::format("dim {}: window pad '{}' is not an int attribute", d.name,
-                                       pad));
+        throw fail("dims",
+                   fmt::format("dim {}: window pad '{}' is not an int attribute", d.name, pad));
   }
   for (const OperandDef& o : op.operands) {
     if (o.read_if.empty()) continue;
     int a = op.attr_index(o.read_if);
     if (a < 0 || op.attributes[a].type != AttrType::boolean)
       throw fail("operands", fmt::format("operand {}: read_if names '{}', which is not a bool "
-                                         "attribute", o.name, o.read_if));
+                                         "attribute",
+                                         o.name, o.read_if));
   }
   for (const std::string& n : op.work.names())
     if (op.dim_index(n) < 0 && op.attr_index(n) < 0)
@@ -324,11 +344,13 @@ void OpTable::add_yaml(const std::string& text, const std::string& file) {
     if (op.dim_index(n) < 0 && op.attr_index(n) < 0 &&
         std::find(params.begin(), params.end(), n) == params.end())
       throw fail("cycles", fmt::format("formula names '{}', neither a dim, an attribute nor a "
-                                       "parameter of the {} unit", n, op.unit));
+                                       "parameter of the {} unit",
+                                       n, op.unit));
   for (const std::string& p : params)
     if (op.dim_index(p) >= 0 || op.attr_index(p) >= 0)
       throw fail("dims", fmt::format("'{}' is a parameter of the {} unit and cannot name a dim or "
-                                     "attribute", p, op.unit));
+                                     "attribute",
+                                     p, op.unit));
   ops_.push_back(std::move(op));
 }
 
@@ -339,21 +361,23 @@ void OpTable::validate() const {
     if (!names.insert(op.name).second)
       throw config_error_at(op.file, op.line, "op", fmt::format("op {} is defined twice", op.name));
     if (!codes.insert(op.opcode).second)
-      throw config_error_at(op.file, op.line, "opcode",
-                            fmt::format("op {}: opcode {:#x} is already taken", op.name, op.opcode));
+      throw config_error_at(
+          op.file, op.line, "opcode",
+          fmt::format("op {}: opcode {:#x} is already taken", op.name, op.opcode));
   }
   const OpDef* elt = find("eltwise");
   for (const OpDef& op : ops_)
     for (const DimDef& d : op.dims) {
       if (d.kind != DimKind::reduce) continue;
-      const auto& fns = elt ? elt->attributes.at(elt->attr_index("fn")).values
-                            : std::vector<std::string>{};
+      const auto& fns =
+          elt ? elt->attributes.at(elt->attr_index("fn")).values : std::vector<std::string>{};
       if (d.combine == "self") continue;
       if (d.combine == "merge") {
         if (!find("merge"))
           throw config_error_at(op.file, op.line, "dims",
                                 fmt::format("op {}: dim {} reduces by merge, but there is no merge "
-                                            "op", op.name, d.name));
+                                            "op",
+                                            op.name, d.name));
         continue;
       }
       std::vector<std::string> used;
@@ -363,7 +387,8 @@ void OpTable::validate() const {
         if (std::find(fns.begin(), fns.end(), c) == fns.end())
           throw config_error_at(op.file, op.line, "dims",
                                 fmt::format("op {}: dim {} reduces with '{}', which the LFU "
-                                            "(eltwise fn) does not provide", op.name, d.name, c));
+                                            "(eltwise fn) does not provide",
+                                            op.name, d.name, c));
     }
 }
 

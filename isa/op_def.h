@@ -76,7 +76,7 @@ struct AttrDef {
   std::string name;
   AttrType type = AttrType::integer;
   int64_t default_value = 0;
-  std::vector<std::string> values;  // enumeration names; the value is the index
+  std::vector<std::string> values;      // enumeration names; the value is the index
   std::vector<std::string> float_only;  // enumeration values defined for f32 operands only
   std::string doc;
 };
@@ -94,9 +94,9 @@ struct ViewDef {
 };
 
 struct StepAttr {
-  Expr value;         // int and bool attributes: a formula over the extension's dims and attributes
-  std::string name;   // real attributes: the extension attribute that gives the value ("" = literal)
-  double real = 0;    // real literal
+  Expr value;        // int and bool attributes: a formula over the extension's dims and attributes
+  std::string name;  // real attributes: the extension attribute that gives the value ("" = literal)
+  double real = 0;   // real literal
 };
 
 struct OpDef;
@@ -142,9 +142,9 @@ struct OpDef {
   std::vector<SequenceStep> sequence;     // extension ops: the primitive instructions of a piece
 
   bool is_extension() const { return !sequence.empty(); }
-  int dim_index(const std::string& dim) const;        // -1 when absent
-  int attr_index(const std::string& attr) const;      // -1 when absent
-  int operand_index(const std::string& name) const;   // -1 when absent
+  int dim_index(const std::string& dim) const;       // -1 when absent
+  int attr_index(const std::string& attr) const;     // -1 when absent
+  int operand_index(const std::string& name) const;  // -1 when absent
   const DimDef& dim(const std::string& name) const;
   // "relu" for an enum attribute value, the shortest exact decimal of a real, or the number.
   std::string attr_value_str(int attr, int64_t value) const;

@@ -48,10 +48,14 @@ std::string dim_rule(const OpDef& op, const DimDef& d) {
 
 std::string attr_type(const AttrDef& a) {
   switch (a.type) {
-    case AttrType::integer: return "int";
-    case AttrType::boolean: return "bool";
-    case AttrType::real: return "real";
-    case AttrType::enumeration: return fmt::format("enum: {}", fmt::join(a.values, ", "));
+    case AttrType::integer:
+      return "int";
+    case AttrType::boolean:
+      return "bool";
+    case AttrType::real:
+      return "real";
+    case AttrType::enumeration:
+      return fmt::format("enum: {}", fmt::join(a.values, ", "));
   }
   return "?";
 }
@@ -60,7 +64,8 @@ std::string attr_type(const AttrDef& a) {
 std::vector<const OpDef*> by_opcode(const OpTable& ops) {
   std::vector<const OpDef*> v;
   for (const OpDef& op : ops.ops()) v.push_back(&op);
-  std::sort(v.begin(), v.end(), [](const OpDef* a, const OpDef* b) { return a->opcode < b->opcode; });
+  std::sort(v.begin(), v.end(),
+            [](const OpDef* a, const OpDef* b) { return a->opcode < b->opcode; });
   return v;
 }
 
@@ -76,7 +81,8 @@ std::string sequence_markdown(const std::vector<SequenceStep>& steps, const std:
   std::string s;
   for (size_t i = 0; i < steps.size(); ++i) {
     const SequenceStep& st = steps[i];
-    const std::string when = st.when.text().empty() ? "" : fmt::format(" when `{}`", st.when.text());
+    const std::string when =
+        st.when.text().empty() ? "" : fmt::format(" when `{}`", st.when.text());
     if (!st.prim) {
       std::vector<std::string> loops;
       for (const auto& [var, dim] : st.loops) loops.push_back(var + " in " + dim);
@@ -127,8 +133,7 @@ std::string op_reference_markdown(const OpTable& ops) {
     for (const DimDef& d : op.dims) s += fmt::format("| {} | {} |\n", d.name, dim_rule(op, d));
     s += "\n| operand | role | dims |\n|---|---|---|\n";
     for (const OperandDef& o : op.operands)
-      s += fmt::format("| {} | {}{} | {} |\n", o.name,
-                       o.role == OperandRole::in ? "in" : "out",
+      s += fmt::format("| {} | {}{} | {} |\n", o.name, o.role == OperandRole::in ? "in" : "out",
                        o.read_if.empty() ? "" : fmt::format(" (read when `{}`)", o.read_if),
                        fmt::join(o.dims, ", "));
     if (!op.attributes.empty()) {
@@ -146,13 +151,16 @@ std::string op_reference_markdown(const OpTable& ops) {
       rows.push_back("(" + fmt::format("{}", fmt::join(names, ", ")) + ")");
     }
     s += fmt::format("\nDtypes: {}.\n\nWork: `{}`.", fmt::join(rows, ", "), op.work.text());
-    if (!op.is_extension()) s += fmt::format(" Leaf cycles: `{}`.\n", op.cycles.text());
-    else s += "\n";
+    if (!op.is_extension())
+      s += fmt::format(" Leaf cycles: `{}`.\n", op.cycles.text());
+    else
+      s += "\n";
     if (op.is_extension()) {
       if (!op.temporaries.empty()) {
         std::vector<std::string> t;
         for (const TemporaryDef& td : op.temporaries)
-          t.push_back(fmt::format("{}[{}] {}", td.name, fmt::join(td.dims, ","), dtype_name(td.dtype)));
+          t.push_back(
+              fmt::format("{}[{}] {}", td.name, fmt::join(td.dims, ","), dtype_name(td.dtype)));
         s += fmt::format("\nTemporaries: {}.\n", fmt::join(t, "; "));
       }
       s += "\nSequence (one piece):\n\n" + sequence_markdown(op.sequence, "");

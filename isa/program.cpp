@@ -11,9 +11,12 @@ namespace fracsim::isa {
 
 std::string_view symbol_role_name(SymbolRole r) {
   switch (r) {
-    case SymbolRole::input: return "input";
-    case SymbolRole::weight: return "weight";
-    case SymbolRole::output: return "output";
+    case SymbolRole::input:
+      return "input";
+    case SymbolRole::weight:
+      return "weight";
+    case SymbolRole::output:
+      return "output";
   }
   return "?";
 }
@@ -24,11 +27,11 @@ std::map<std::string, int64_t> bind_dims(const OpDef& op, const Instruction& ins
     return ConfigError(fmt::format("{}: {}: {}", where, op.name, msg));
   };
   if (instr.operands.size() != op.operands.size())
-    throw fail(fmt::format("expected {} operands, got {}", op.operands.size(),
-                           instr.operands.size()));
+    throw fail(
+        fmt::format("expected {} operands, got {}", op.operands.size(), instr.operands.size()));
   if (instr.attrs.size() != op.attributes.size())
-    throw fail(fmt::format("expected {} attributes, got {}", op.attributes.size(),
-                           instr.attrs.size()));
+    throw fail(
+        fmt::format("expected {} attributes, got {}", op.attributes.size(), instr.attrs.size()));
   std::map<std::string, int64_t> dims;
   for (size_t i = 0; i < op.operands.size(); ++i) {
     const OperandDef& od = op.operands[i];
@@ -52,17 +55,18 @@ std::map<std::string, int64_t> bind_dims(const OpDef& op, const Instruction& ins
   }
   if (!dtype_ok) {
     std::string seen;
-    for (const auto& t : instr.operands) seen += std::string(seen.empty() ? "" : ",") + std::string(dtype_name(t.dtype));
+    for (const auto& t : instr.operands)
+      seen += std::string(seen.empty() ? "" : ",") + std::string(dtype_name(t.dtype));
     throw fail(fmt::format("dtype combination ({}) is not accepted", seen));
   }
   for (size_t a = 0; a < op.attributes.size(); ++a) {
     const AttrDef& ad = op.attributes[a];
     int64_t v = instr.attrs[a];
-    bool ok = ad.type == AttrType::integer ||
-              (ad.type == AttrType::real && !std::isnan(attr_to_real(v))) ||
-              (ad.type == AttrType::boolean && (v == 0 || v == 1)) ||
-              (ad.type == AttrType::enumeration && v >= 0 &&
-               v < static_cast<int64_t>(ad.values.size()));
+    bool ok =
+        ad.type == AttrType::integer ||
+        (ad.type == AttrType::real && !std::isnan(attr_to_real(v))) ||
+        (ad.type == AttrType::boolean && (v == 0 || v == 1)) ||
+        (ad.type == AttrType::enumeration && v >= 0 && v < static_cast<int64_t>(ad.values.size()));
     if (!ok) throw fail(fmt::format("attribute {} has an invalid value {}", ad.name, v));
     if (ad.type == AttrType::enumeration &&
         std::find(ad.float_only.begin(), ad.float_only.end(), ad.values[v]) != ad.float_only.end())
@@ -88,9 +92,10 @@ std::map<std::string, int64_t> bind_dims(const OpDef& op, const Instruction& ins
                              d.name, pb, pe, span));
     const int64_t expect = W + pb + pe >= span ? (W + pb + pe - span) / st + 1 : 0;
     if (O != expect)
-      throw fail(fmt::format("window {}: {} = {} with pads {}+{}, kernel {}, stride {}, dilation "
-                             "{} gives {} = {}, not {}", d.name, d.name, W, pb, pe, K, st, dil,
-                             w.of, expect, O));
+      throw fail(
+          fmt::format("window {}: {} = {} with pads {}+{}, kernel {}, stride {}, dilation "
+                      "{} gives {} = {}, not {}",
+                      d.name, d.name, W, pb, pe, K, st, dil, w.of, expect, O));
   }
   return dims;
 }
@@ -100,8 +105,8 @@ std::string instruction_str(const OpDef& op, const Instruction& instr) {
   for (size_t k = 0; k < instr.operands.size() && k < op.operands.size(); ++k)
     s += fmt::format(" {}={}", op.operands[k].name, tensor_str(instr.operands[k]));
   for (size_t a = 0; a < instr.attrs.size() && a < op.attributes.size(); ++a)
-    s += fmt::format(" {}={}", op.attributes[a].name, op.attr_value_str(static_cast<int>(a),
-                                                                        instr.attrs[a]));
+    s += fmt::format(" {}={}", op.attributes[a].name,
+                     op.attr_value_str(static_cast<int>(a), instr.attrs[a]));
   return s;
 }
 
@@ -116,15 +121,17 @@ void validate_program(const Program& p, const OpTable& ops, const std::string& s
       if (t.strides[d] < 0)
         throw ConfigError(fmt::format("{}: {}: negative strides are not supported", source, what));
     if (hi > p.footprint)
-      throw ConfigError(fmt::format("{}: {}: bytes [{:#x}, {:#x}) lie outside the program's "
-                                    "footprint of {} bytes", source, what, lo, hi, p.footprint));
+      throw ConfigError(
+          fmt::format("{}: {}: bytes [{:#x}, {:#x}) lie outside the program's "
+                      "footprint of {} bytes",
+                      source, what, lo, hi, p.footprint));
   };
   for (size_t i = 0; i < p.instructions.size(); ++i) {
     const Instruction& in = p.instructions[i];
     const OpDef* op = ops.find(in.opcode);
     if (!op)
-      throw ConfigError(fmt::format("{}: instruction {}: unknown opcode {:#x}", source, i,
-                                    in.opcode));
+      throw ConfigError(
+          fmt::format("{}: instruction {}: unknown opcode {:#x}", source, i, in.opcode));
     bind_dims(*op, in, fmt::format("{}: instruction {}", source, i));
     for (size_t k = 0; k < in.operands.size(); ++k)
       check_span(in.operands[k],

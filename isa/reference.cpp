@@ -92,7 +92,8 @@ void execute_reference(const OpDef& op, const Instruction& in, MemoryView mem) {
   for (const TensorRef& t : in.operands) check_inside(t, mem, op);
   if (op.is_extension()) return execute_extension(op, in, mem);
   auto it = reference_table().find(op.name);
-  if (it == reference_table().end()) throw InternalError("no reference semantics for op " + op.name);
+  if (it == reference_table().end())
+    throw InternalError("no reference semantics for op " + op.name);
   it->second(op, in, mem);
 }
 
@@ -135,9 +136,8 @@ void copy_tensor(const TensorRef& src, MemoryView src_mem, const TensorRef& dst,
   const uint32_t es = dtype_size(src.dtype);
   uint8_t* s = src_mem.data + src.address;
   uint8_t* d = dst_mem.data + dst.address;
-  for_each_pair(src, dst, [&](int64_t so, int64_t doff) {
-    std::memcpy(d + doff * es, s + so * es, es);
-  });
+  for_each_pair(src, dst,
+                [&](int64_t so, int64_t doff) { std::memcpy(d + doff * es, s + so * es, es); });
 }
 
 }  // namespace fracsim::isa

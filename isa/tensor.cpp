@@ -33,7 +33,10 @@ std::pair<uint64_t, uint64_t> TensorRef::byte_span() const {
   int64_t lo = 0, hi = 0;
   for (size_t i = 0; i < shape.size(); ++i) {
     int64_t reach = (shape[i] - 1) * strides[i];
-    if (reach < 0) lo += reach; else hi += reach;
+    if (reach < 0)
+      lo += reach;
+    else
+      hi += reach;
   }
   uint64_t es = dtype_size(dtype);
   return {address + lo * es, address + (hi + 1) * es};

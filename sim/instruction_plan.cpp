@@ -83,7 +83,8 @@ InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
     try {
       InstructionPlan staged =
           finish(with_static_operands(op, instr, isa::plan_sequential(op, ops, instr, whole)));
-      if (static_bytes(staged) > 0 && static_bytes(staged) + n * staged.subblock_bytes <= node.capacity)
+      if (static_bytes(staged) > 0 &&
+          static_bytes(staged) + n * staged.subblock_bytes <= node.capacity)
         return staged;
     } catch (const fracsim::ConfigError&) {
       // No such tiling: the sub-block plans below decide (and name the problem if none fits).

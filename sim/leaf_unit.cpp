@@ -39,7 +39,6 @@ class ModelLeafUnit : public LeafUnit {
     return unit_cycles(op, instr, params_);
   }
 
-
  private:
   MatrixUnitSpec matrix_;
   std::map<std::string, int64_t> params_;

@@ -94,9 +94,9 @@ struct MachineSpec {
   std::string name;
   std::string file;
   RootSpec root;
-  std::vector<LevelSpec> levels;     // top down; levels.back().is_leaf
+  std::vector<LevelSpec> levels;      // top down; levels.back().is_leaf
   std::optional<EnergyTable> energy;  // absent: the run reports no energy
-  nlohmann::ordered_json effective;  // the effective config (defaults filled in), for stats.json
+  nlohmann::ordered_json effective;   // the effective config (defaults filled in), for stats.json
 
   [[nodiscard]] int64_t leaves() const;
   // Nodes at level i in the whole machine (product of fan-outs down to i).

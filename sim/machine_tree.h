@@ -71,9 +71,9 @@ class MachineTree {
 
   std::vector<NodeReport> reports_;
   std::vector<State> state_;
-  std::vector<int> fanout_;     // [tier]: children of a node of that tier (0 at the leaves)
-  std::vector<size_t> begin_;   // [tier]: its first id; [tiers]: size()
-  std::vector<size_t> subtree_; // [tier]: nodes in a subtree rooted at that tier
+  std::vector<int> fanout_;      // [tier]: children of a node of that tier (0 at the leaves)
+  std::vector<size_t> begin_;    // [tier]: its first id; [tiers]: size()
+  std::vector<size_t> subtree_;  // [tier]: nodes in a subtree rooted at that tier
 };
 
 }  // namespace fracsim::sim

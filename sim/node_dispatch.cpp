@@ -53,8 +53,7 @@ NodeShape Node::child_shape(size_t child) const {
   const int l = level_ + 1;
   const LevelSpec& ls = spec.levels[l];
   const int below = l + 1 < static_cast<int>(spec.levels.size()) ? spec.levels[l + 1].fanout : 1;
-  return NodeShape{ls.memory.capacity, ls.controller.pipeline_depth, below,
-                   ctx_.tree->path(child)};
+  return NodeShape{ls.memory.capacity, ls.controller.pipeline_depth, below, ctx_.tree->path(child)};
 }
 
 void Node::dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& instrs,

@@ -9,22 +9,22 @@
 namespace fracsim::sim {
 
 enum class Counter : int {
-  instructions,     // instructions received from the parent (or the program, at the root)
-  pieces,           // serial sub-instructions
-  decode_cycles,    // ID stage busy
-  load_cycles,      // LD stage busy (DMA read channel)
-  execute_cycles,   // EX stage busy (children or the leaf unit)
-  reduce_cycles,    // RD stage busy (LFU)
-  writeback_cycles, // WB stage busy (DMA write channel)
-  hazard_cycles,    // LD waiting for an earlier piece's write-back
+  instructions,      // instructions received from the parent (or the program, at the root)
+  pieces,            // serial sub-instructions
+  decode_cycles,     // ID stage busy
+  load_cycles,       // LD stage busy (DMA read channel)
+  execute_cycles,    // EX stage busy (children or the leaf unit)
+  reduce_cycles,     // RD stage busy (LFU)
+  writeback_cycles,  // WB stage busy (DMA write channel)
+  hazard_cycles,     // LD waiting for an earlier piece's write-back
   load_bytes,
   store_bytes,
   lfu_elements,
-  unit_cycles,      // leaf: cycles the compute unit was busy
-  matrix_ops,       // leaf: work done by the matrix unit (op work formulas)
-  vector_ops,       // leaf: work done by the vector unit
-  static_hits,      // static operands found in the tensor permutation table (not loaded)
-  static_hit_bytes, // bytes those hits did not load
+  unit_cycles,       // leaf: cycles the compute unit was busy
+  matrix_ops,        // leaf: work done by the matrix unit (op work formulas)
+  vector_ops,        // leaf: work done by the vector unit
+  static_hits,       // static operands found in the tensor permutation table (not loaded)
+  static_hit_bytes,  // bytes those hits did not load
   kCount
 };
 

@@ -19,8 +19,8 @@ struct Peak {
 
 Peak peak_ops(const MachineSpec& spec) {
   const LevelSpec& leaf = spec.levels.back();
-  const double clock_ratio = static_cast<double>(leaf.controller.clock) /
-                             static_cast<double>(spec.root.controller.clock);
+  const double clock_ratio =
+      static_cast<double>(leaf.controller.clock) / static_cast<double>(spec.root.controller.clock);
   const double leaves = static_cast<double>(spec.leaves());
   return {leaves * 2.0 * leaf.matrix.rows * leaf.matrix.cols * clock_ratio,
           leaves * leaf.vector.lanes * clock_ratio};
@@ -55,8 +55,7 @@ double pj(double fj) { return fj / 1000.0; }
 
 nlohmann::ordered_json components_json(const ComponentEnergy& c) {
   nlohmann::ordered_json j;
-  for (size_t k = 0; k < kEnergyComponents; ++k)
-    j[std::string(kEnergyComponentName[k])] = pj(c[k]);
+  for (size_t k = 0; k < kEnergyComponents; ++k) j[std::string(kEnergyComponentName[k])] = pj(c[k]);
   return j;
 }
 
@@ -102,7 +101,8 @@ std::vector<OutputCheck> check_outputs(const isa::Program& program, const isa::O
         ++c.within_tol;
         return;
       }
-      const double r = isa::load_element(s.tensor, off, rv), v = isa::load_element(s.tensor, off, sv);
+      const double r = isa::load_element(s.tensor, off, rv),
+                   v = isa::load_element(s.tensor, off, sv);
       const double diff = std::fabs(r - v);
       c.max_abs_diff = std::max(c.max_abs_diff, diff);
       if (!isa::is_integer(s.tensor.dtype) && diff <= kOutputRtol * std::max(1.0, std::fabs(r)))
@@ -138,15 +138,20 @@ nlohmann::ordered_json stats_json(const MachineSpec& spec, const isa::Program& p
   if (run.mode == Mode::functional) {
     ordered_json outs = ordered_json::array();
     for (const OutputCheck& c : outputs)
-      outs.push_back({{"name", c.name}, {"shape", c.shape}, {"elements", c.elements},
-                      {"bit_exact", c.bit_exact}, {"within_tolerance", c.within_tol},
-                      {"max_abs_diff", c.max_abs_diff}, {"match", c.match()}});
+      outs.push_back({{"name", c.name},
+                      {"shape", c.shape},
+                      {"elements", c.elements},
+                      {"bit_exact", c.bit_exact},
+                      {"within_tolerance", c.within_tol},
+                      {"max_abs_diff", c.max_abs_diff},
+                      {"match", c.match()}});
     j["outputs"] = outs;
   }
   ordered_json levels = ordered_json::array();
   levels.push_back({{"name", "root"}, {"nodes", 1}, {"totals", counters_json(totals[0])}});
   for (size_t l = 0; l < spec.levels.size(); ++l)
-    levels.push_back({{"name", spec.levels[l].name}, {"nodes", spec.nodes_at(l)},
+    levels.push_back({{"name", spec.levels[l].name},
+                      {"nodes", spec.nodes_at(l)},
                       {"totals", counters_json(totals[l + 1])}});
   j["levels"] = levels;
   j["energy_pj"] = energy_json(spec, run_energy(spec, run, program, ops));
@@ -166,9 +171,8 @@ nlohmann::ordered_json stats_json(const MachineSpec& spec, const isa::Program& p
   return j;
 }
 
-std::string summary_text(const MachineSpec& spec, const isa::Program& program,
-                         const RunResult& run, const std::vector<OutputCheck>& outputs,
-                         const isa::OpTable& ops) {
+std::string summary_text(const MachineSpec& spec, const isa::Program& program, const RunResult& run,
+                         const std::vector<OutputCheck>& outputs, const isa::OpTable& ops) {
   const Peak peak = peak_ops(spec);
   const std::vector<NodeStats> totals = level_totals(spec, run);
   std::string s;
@@ -193,28 +197,29 @@ std::string summary_text(const MachineSpec& spec, const isa::Program& program,
   } else {
     s += "  energy        not configured (the machine config has no energy table)\n";
   }
-  s += fmt::format("  {:<12} {:>6} {:>9} {:>14} {:>14} {:>12} {:>12}\n", "level", "nodes",
-                   "pieces", "load bytes", "store bytes", "EX cycles", "LFU elems");
+  s += fmt::format("  {:<12} {:>6} {:>9} {:>14} {:>14} {:>12} {:>12}\n", "level", "nodes", "pieces",
+                   "load bytes", "store bytes", "EX cycles", "LFU elems");
   for (size_t l = 0; l < totals.size(); ++l) {
     const NodeStats& t = totals[l];
     s += fmt::format("  {:<12} {:>6} {:>9} {:>14} {:>14} {:>12} {:>12}\n",
-                     l == 0 ? "root" : spec.levels[l - 1].name,
-                     l == 0 ? 1 : spec.nodes_at(l - 1), t[Counter::pieces], t[Counter::load_bytes],
-                     t[Counter::store_bytes], t[Counter::execute_cycles],
-                     t[Counter::lfu_elements]);
+                     l == 0 ? "root" : spec.levels[l - 1].name, l == 0 ? 1 : spec.nodes_at(l - 1),
+                     t[Counter::pieces], t[Counter::load_bytes], t[Counter::store_bytes],
+                     t[Counter::execute_cycles], t[Counter::lfu_elements]);
   }
   for (const OutputCheck& c : outputs) {
     if (c.bit_exact == c.elements)
-      s += fmt::format("  output {} {}: all {} elements match the reference bit for bit\n",
-                       c.name, c.shape, c.elements);
+      s += fmt::format("  output {} {}: all {} elements match the reference bit for bit\n", c.name,
+                       c.shape, c.elements);
     else if (c.match())
-      s += fmt::format("  output {} {}: all {} elements match the reference ({} bit for bit, the "
-                       "rest within rtol {}; max abs diff {:g})\n", c.name, c.shape, c.elements,
-                       c.bit_exact, kOutputRtol, c.max_abs_diff);
+      s += fmt::format(
+          "  output {} {}: all {} elements match the reference ({} bit for bit, the "
+          "rest within rtol {}; max abs diff {:g})\n",
+          c.name, c.shape, c.elements, c.bit_exact, kOutputRtol, c.max_abs_diff);
     else
-      s += fmt::format("  output {} {}: MISMATCH: {} of {} elements differ from the reference "
-                       "(max abs diff {:g})\n", c.name, c.shape, c.elements - c.within_tol,
-                       c.elements, c.max_abs_diff);
+      s += fmt::format(
+          "  output {} {}: MISMATCH: {} of {} elements differ from the reference "
+          "(max abs diff {:g})\n",
+          c.name, c.shape, c.elements - c.within_tol, c.elements, c.max_abs_diff);
   }
   return s;
 }

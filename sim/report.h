@@ -16,8 +16,8 @@ struct OutputCheck {
   std::string name;
   std::string shape;  // "f32[64,10]"
   int64_t elements = 0;
-  int64_t bit_exact = 0;    // elements identical to the reference, bit for bit
-  int64_t within_tol = 0;   // elements within the float tolerance (includes bit-exact ones)
+  int64_t bit_exact = 0;   // elements identical to the reference, bit for bit
+  int64_t within_tol = 0;  // elements within the float tolerance (includes bit-exact ones)
   double max_abs_diff = 0;
   bool match() const { return within_tol == elements; }
 };
@@ -36,8 +36,8 @@ nlohmann::ordered_json stats_json(const MachineSpec& spec, const isa::Program& p
                                   const RunResult& run, const std::vector<OutputCheck>& outputs,
                                   const isa::OpTable& ops = isa::OpTable::builtin());
 
-std::string summary_text(const MachineSpec& spec, const isa::Program& program,
-                         const RunResult& run, const std::vector<OutputCheck>& outputs,
+std::string summary_text(const MachineSpec& spec, const isa::Program& program, const RunResult& run,
+                         const std::vector<OutputCheck>& outputs,
                          const isa::OpTable& ops = isa::OpTable::builtin());
 
 }  // namespace fracsim::sim

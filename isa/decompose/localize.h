@@ -18,10 +18,10 @@ struct Transfer {
 };
 
 struct LocalPiece {
-  Instruction local;            // the piece, its operands in local memory
-  std::vector<Transfer> loads;  // parent -> local, before the piece runs
-  std::vector<Transfer> stores; // local -> parent, after it
-  uint64_t bytes = 0;           // tile bytes used from `base` (aligned)
+  Instruction local;             // the piece, its operands in local memory
+  std::vector<Transfer> loads;   // parent -> local, before the piece runs
+  std::vector<Transfer> stores;  // local -> parent, after it
+  uint64_t bytes = 0;            // tile bytes used from `base` (aligned)
 };
 
 // Whether operand `o` of `instr` is read (inputs, and outputs under their read_if attribute).

@@ -138,8 +138,8 @@ ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& i
   if (!par.empty()) {
     parts = best_parts(op, instr, ext, par, fanout).parts;
   } else if (!red.empty() && fanout > 1) {
-    reduce_dim = *std::max_element(red.begin(), red.end(),
-                                   [&](int a, int b) { return ext[a] < ext[b]; });
+    reduce_dim =
+        *std::max_element(red.begin(), red.end(), [&](int a, int b) { return ext[a] < ext[b]; });
     parts[reduce_dim] = std::min<int64_t>(ext[reduce_dim], fanout);
   }
 
@@ -187,8 +187,7 @@ ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& i
     }
     if (d < 0) break;
   }
-  if (combine == "merge")
-    split.reductions.push_back(merge_runs(op, ops, instr, parts[reduce_dim]));
+  if (combine == "merge") split.reductions.push_back(merge_runs(op, ops, instr, parts[reduce_dim]));
   split.scratch_bytes = scratch - scratch_base;
   return split;
 }

@@ -33,8 +33,7 @@ Instruction self_combine(const OpDef& op, const Instruction& instr,
 
 // The `merge` instruction that merges `runs` sorted runs (balanced chunks along the merged dim)
 // of the op's output in place ("reduce: merge").
-Instruction merge_runs(const OpDef& op, const OpTable& ops, const Instruction& instr,
-                       int64_t runs);
+Instruction merge_runs(const OpDef& op, const OpTable& ops, const Instruction& instr, int64_t runs);
 
 ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& instr, int fanout,
                        uint64_t scratch_base);

@@ -22,7 +22,9 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Window dims follow their output dim, whole dims are never split.
-bool splittable(const DimDef& d) { return d.kind == DimKind::parallel || d.kind == DimKind::reduce; }
+bool splittable(const DimDef& d) {
+  return d.kind == DimKind::parallel || d.kind == DimKind::reduce;
+}
 
 // Serial pieces over reduce dims add their terms in the reference order (reduce dims in op
 // order, the first outermost) only if a reduce dim is split once every reduce dim before it is
@@ -41,7 +43,8 @@ bool reduce_order_kept(const OpDef& op, const std::vector<int64_t>& tile, size_t
 Instruction worst_case_piece(const OpDef& op, const Instruction& instr,
                              const std::vector<int64_t>& len) {
   const std::vector<int64_t> ext = dim_extents(op, instr);
-  Instruction p = slice_instruction(op, instr, PieceRange{std::vector<int64_t>(ext.size(), 0), len});
+  Instruction p =
+      slice_instruction(op, instr, PieceRange{std::vector<int64_t>(ext.size(), 0), len});
   for (size_t d = 0; d < op.dims.size(); ++d) {
     if (op.dims[d].kind != DimKind::window) continue;
     const WindowDef& w = op.dims[d].window;
@@ -94,7 +97,6 @@ uint64_t tiling_footprint(const OpDef& op, const OpTable& ops, const Instruction
     if (d == ext.size()) return worst;
   }
 }
-
 
 std::vector<Instruction> sequential(const OpDef& op, const OpTable& ops, const Instruction& instr,
                                     const NodeBudget& budget) {

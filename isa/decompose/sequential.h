@@ -35,8 +35,7 @@ uint64_t static_footprint(const OpDef& op, const Instruction& instr,
                           const std::vector<int64_t>& tile);
 
 // Bytes one piece occupies in a sub-block: its dense tiles plus its parallel split's scratch.
-uint64_t piece_footprint(const OpDef& op, const OpTable& ops, const Instruction& piece,
-                         int fanout);
+uint64_t piece_footprint(const OpDef& op, const OpTable& ops, const Instruction& piece, int fanout);
 
 // The largest footprint of the pieces that tiling the instruction's dims by `tile` (a length
 // per dim; window dims ignored) gives, wherever they lie (window halos at their widest).

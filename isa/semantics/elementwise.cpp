@@ -35,8 +35,9 @@ T binary(const std::string& fn, T x, T y) {
     if (fn == "sub") return saturate<T>(a - b);
     if (fn == "mul") return saturate<T>(a * b);
     if (fn == "div") {
-      if (b == 0) return a > 0 ? std::numeric_limits<T>::max()
-                               : (a < 0 ? std::numeric_limits<T>::min() : T(0));
+      if (b == 0)
+        return a > 0 ? std::numeric_limits<T>::max()
+                     : (a < 0 ? std::numeric_limits<T>::min() : T(0));
       return saturate<T>(a / b);
     }
     if (fn == "max") return std::max(x, y);
@@ -93,9 +94,12 @@ struct Activation {
       const T v = load<T>(mem, x, o[0]);
       T r;
       if constexpr (std::is_floating_point_v<T>) {
-        if (fn == "relu") r = v > T(0) ? v : T(0);
-        else if (fn == "leaky_relu") r = v > T(0) ? v : static_cast<T>(alpha) * v;
-        else r = to_float(activate(fn, v, alpha));
+        if (fn == "relu")
+          r = v > T(0) ? v : T(0);
+        else if (fn == "leaky_relu")
+          r = v > T(0) ? v : static_cast<T>(alpha) * v;
+        else
+          r = to_float(activate(fn, v, alpha));
       } else {
         const double scale = std::ldexp(1.0, static_cast<int>(frac_bits));
         const double y = activate(fn, static_cast<double>(v) / scale, alpha) * scale;
@@ -124,7 +128,8 @@ struct Fill {
   static void run(const OpDef& op, const Instruction& in, MemoryView mem) {
     const T v = from_real<T>(real_attr(op, in, "value"));
     const TensorRef& out = in.operands[0];
-    for_each_index<1>(out.shape, {&out.strides}, [&](const auto& o) { store<T>(mem, out, o[0], v); });
+    for_each_index<1>(out.shape, {&out.strides},
+                      [&](const auto& o) { store<T>(mem, out, o[0], v); });
   }
 };
 

@@ -69,23 +69,31 @@ void distance(const Instruction& in, MemoryView mem) {
 void register_linear(ReferenceTable& t) {
   t["matmul"] = [](const OpDef&, const Instruction& in, MemoryView mem) {
     switch (in.operands[0].dtype) {
-      case DType::f32: return matmul<float, float>(in, mem);
-      case DType::i8: return matmul<int8_t, int32_t>(in, mem);
-      case DType::i16: return matmul<int16_t, int32_t>(in, mem);
-      default: break;
+      case DType::f32:
+        return matmul<float, float>(in, mem);
+      case DType::i8:
+        return matmul<int8_t, int32_t>(in, mem);
+      case DType::i16:
+        return matmul<int16_t, int32_t>(in, mem);
+      default:
+        break;
     }
-    throw InternalError(fmt::format("matmul: no reference semantics for {}",
-                                    dtype_name(in.operands[0].dtype)));
+    throw InternalError(
+        fmt::format("matmul: no reference semantics for {}", dtype_name(in.operands[0].dtype)));
   };
   t["distance"] = [](const OpDef&, const Instruction& in, MemoryView mem) {
     switch (in.operands[0].dtype) {
-      case DType::f32: return distance<float, float>(in, mem);
-      case DType::i8: return distance<int8_t, int32_t>(in, mem);
-      case DType::i16: return distance<int16_t, int32_t>(in, mem);
-      default: break;
+      case DType::f32:
+        return distance<float, float>(in, mem);
+      case DType::i8:
+        return distance<int8_t, int32_t>(in, mem);
+      case DType::i16:
+        return distance<int16_t, int32_t>(in, mem);
+      default:
+        break;
     }
-    throw InternalError(fmt::format("distance: no reference semantics for {}",
-                                    dtype_name(in.operands[0].dtype)));
+    throw InternalError(
+        fmt::format("distance: no reference semantics for {}", dtype_name(in.operands[0].dtype)));
   };
 }
 

@@ -89,8 +89,12 @@ struct Reduce {
               case ReduceFn::mean:
                 if constexpr (std::is_floating_point_v<Acc>) acc = acc + v / divisor;
                 break;
-              case ReduceFn::max: acc = keep_max(acc, v); break;
-              case ReduceFn::min: acc = keep_min(acc, v); break;
+              case ReduceFn::max:
+                acc = keep_max(acc, v);
+                break;
+              case ReduceFn::min:
+                acc = keep_min(acc, v);
+                break;
             }
           }
       store<Acc>(mem, out, o[1], acc);

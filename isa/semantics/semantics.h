@@ -47,8 +47,8 @@ void store(MemoryView mem, const TensorRef& t, int64_t off, T v) {
 // Clamps to T's range (integer saturation).
 template <typename T>
 T saturate(int64_t v) {
-  return static_cast<T>(std::clamp<int64_t>(v, std::numeric_limits<T>::min(),
-                                            std::numeric_limits<T>::max()));
+  return static_cast<T>(
+      std::clamp<int64_t>(v, std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
 }
 
 // Integer division rounding to nearest, ties to even (the rule for integer means and scales).
@@ -83,10 +83,14 @@ void for_each_index(const Shape& shape, const std::array<const Shape*, K>& strid
 template <template <typename> class F, typename... Args>
 void by_dtype(DType t, const std::string& what, Args&&... args) {
   switch (t) {
-    case DType::f32: return F<float>::run(std::forward<Args>(args)...);
-    case DType::i32: return F<int32_t>::run(std::forward<Args>(args)...);
-    case DType::i16: return F<int16_t>::run(std::forward<Args>(args)...);
-    case DType::i8: return F<int8_t>::run(std::forward<Args>(args)...);
+    case DType::f32:
+      return F<float>::run(std::forward<Args>(args)...);
+    case DType::i32:
+      return F<int32_t>::run(std::forward<Args>(args)...);
+    case DType::i16:
+      return F<int16_t>::run(std::forward<Args>(args)...);
+    case DType::i8:
+      return F<int8_t>::run(std::forward<Args>(args)...);
     default:
       throw InternalError(fmt::format("{}: no reference semantics for {}", what, dtype_name(t)));
   }

@@ -9,14 +9,15 @@
 
 #include <unistd.h>
 
-#include <boost/program_options.hpp>
 #include <fmt/format.h>
+#include <boost/program_options.hpp>
 
 #include "compiler/lowering.h"
 #include "compiler/workload.h"
 #include "isa/assembly.h"
 #include "isa/encoding.h"
 #include "isa/error.h"
+#include "rtl/rtl_backend.h"
 #include "sim/cli/isa_command.h"
 #include "sim/cli/program_io.h"
 #include "sim/cli/verify_command.h"
@@ -26,7 +27,6 @@
 #include "sim/report.h"
 #include "sim/trace.h"
 #include "sim/units.h"
-#include "rtl/rtl_backend.h"
 
 namespace po = boost::program_options;
 using namespace fracsim;
@@ -81,14 +81,18 @@ int cmd_run(const std::vector<std::string>& args) {
       "workload,w", po::value(&workload)->required(), "program")(
       "mode", po::value(&mode_text)->default_value("timing"), "functional or timing")(
       "out", po::value(&out_dir), "output directory")(
-      "no-fold", po::bool_switch(), "simulate every node")(
-      "trace", po::value(&trace_path), "trace-event JSON to write")(
+      "no-fold", po::bool_switch(), "simulate every node")("trace", po::value(&trace_path),
+                                                           "trace-event JSON to write")(
       "backend", po::value(&backend), "leaf backend: model or rtl (overrides the config)");
   const po::variables_map vm = parse("run", args, opts, {});
   sim::Mode mode;
-  if (mode_text == "functional") mode = sim::Mode::functional;
-  else if (mode_text == "timing") mode = sim::Mode::timing;
-  else throw ConfigError(fmt::format("fracsim run: --mode: expected functional or timing, got '{}'", mode_text));
+  if (mode_text == "functional")
+    mode = sim::Mode::functional;
+  else if (mode_text == "timing")
+    mode = sim::Mode::timing;
+  else
+    throw ConfigError(
+        fmt::format("fracsim run: --mode: expected functional or timing, got '{}'", mode_text));
 
   const isa::OpTable& ops = isa::OpTable::builtin();
   if (!backend.empty() && backend != "model" && backend != "rtl")
@@ -149,15 +153,15 @@ int cmd_run(const std::vector<std::string>& args) {
   std::filesystem::create_directories(out_dir, ec);
   if (ec) throw ConfigError(fmt::format("{}: cannot create directory ({})", out_dir, ec.message()));
   const std::string stats_path = (std::filesystem::path(out_dir) / "stats.json").string();
-  cli::write_file_atomically(stats_path, sim::stats_json(spec, program, run, outputs).dump(2) + "\n");
+  cli::write_file_atomically(stats_path,
+                             sim::stats_json(spec, program, run, outputs).dump(2) + "\n");
 
   std::cout << sim::summary_text(spec, program, run, outputs);
   // Microseconds: a folded run of thousands of leaves takes a few milliseconds.
   std::cout << fmt::format("  wall time     {:.6f} s\n  stats         {}\n", wall, stats_path);
   for (const sim::OutputCheck& c : outputs)
     if (!c.match()) return 1;
-  if (mode == sim::Mode::functional)
-    std::cout << "outputs match the reference\n";
+  if (mode == sim::Mode::functional) std::cout << "outputs match the reference\n";
   return 0;
 }
 
@@ -165,8 +169,8 @@ int cmd_compile(const std::vector<std::string>& args) {
   po::options_description opts;
   std::string workload, out, asm_out;
   opts.add_options()("workload", po::value(&workload)->required(), "workload")(
-      "output,o", po::value(&out)->required(), ".fbin to write")(
-      "asm", po::value(&asm_out), ".fasm to write too");
+      "output,o", po::value(&out)->required(), ".fbin to write")("asm", po::value(&asm_out),
+                                                                 ".fasm to write too");
   po::positional_options_description pos;
   pos.add("workload", 1);
   parse("compile", args, opts, pos);
@@ -206,8 +210,10 @@ int cmd_disasm(const std::vector<std::string>& args) {
   const isa::OpTable& ops = isa::OpTable::builtin();
   const isa::Program p = cli::load_program(in, ops);
   const std::string text = isa::disassemble(p, ops);
-  if (out.empty()) std::cout << text;
-  else cli::write_file_atomically(out, text);
+  if (out.empty())
+    std::cout << text;
+  else
+    cli::write_file_atomically(out, text);
   return 0;
 }
 
@@ -217,19 +223,19 @@ int cmd_config(const std::vector<std::string>& args) {
   const sim::MachineSpec spec = sim::load_machine_spec(args[1]);
   std::cout << fmt::format("{}: machine {}: {} levels below the root, {} leaves\n", args[1],
                            spec.name, spec.levels.size(), spec.leaves());
-  std::cout << fmt::format("  root   memory {} at {}\n",
-                           sim::format_quantity(spec.root.memory.capacity, sim::QuantityKind::bytes),
-                           sim::format_quantity(spec.root.memory.bandwidth, sim::QuantityKind::bandwidth));
+  std::cout << fmt::format(
+      "  root   memory {} at {}\n",
+      sim::format_quantity(spec.root.memory.capacity, sim::QuantityKind::bytes),
+      sim::format_quantity(spec.root.memory.bandwidth, sim::QuantityKind::bandwidth));
   for (size_t l = 0; l < spec.levels.size(); ++l) {
     const sim::LevelSpec& ls = spec.levels[l];
-    std::cout << fmt::format("  {:<6} x{:<4} ({} nodes) memory {}, link {}{}\n", ls.name,
-                             ls.fanout, spec.nodes_at(l),
-                             sim::format_quantity(ls.memory.capacity, sim::QuantityKind::bytes),
-                             sim::format_quantity(ls.link.bandwidth, sim::QuantityKind::bandwidth),
-                             ls.is_leaf ? fmt::format(", matrix {}x{}, vector {} lanes",
-                                                      ls.matrix.rows, ls.matrix.cols,
-                                                      ls.vector.lanes)
-                                        : "");
+    std::cout << fmt::format(
+        "  {:<6} x{:<4} ({} nodes) memory {}, link {}{}\n", ls.name, ls.fanout, spec.nodes_at(l),
+        sim::format_quantity(ls.memory.capacity, sim::QuantityKind::bytes),
+        sim::format_quantity(ls.link.bandwidth, sim::QuantityKind::bandwidth),
+        ls.is_leaf ? fmt::format(", matrix {}x{}, vector {} lanes", ls.matrix.rows, ls.matrix.cols,
+                                 ls.vector.lanes)
+                   : "");
   }
   return 0;
 }

@@ -18,7 +18,8 @@ namespace fracsim::cli {
 namespace {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::string read_text(const std::string& path) {
@@ -41,8 +42,10 @@ isa::Program load_program(const std::string& path, const isa::OpTable& ops) {
   } else if (ends_with(path, ".fasm") || path == "-") {
     p = isa::assemble(read_text(path), path == "-" ? "<stdin>" : path, ops);
   } else {
-    throw ConfigError(fmt::format("{}: unknown program format (expected a workload .yaml, a "
-                                  ".fbin or a .fasm file)", path));
+    throw ConfigError(
+        fmt::format("{}: unknown program format (expected a workload .yaml, a "
+                    ".fbin or a .fasm file)",
+                    path));
   }
   isa::validate_program(p, ops, path);
   return p;

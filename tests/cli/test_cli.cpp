@@ -81,7 +81,8 @@ std::string replace(std::string s, const std::string& from, const std::string& t
 
 TEST_CASE("run: the MLP on tiny.yaml in functional mode matches the reference") {
   std::string dir = temp_dir();
-  Result r = fracsim("run -m configs/tiny.yaml -w workloads/mlp.yaml --mode functional --out " + dir);
+  Result r =
+      fracsim("run -m configs/tiny.yaml -w workloads/mlp.yaml --mode functional --out " + dir);
   CHECK(r.code == 0);
   CHECK(r.out.find("output fc3 f32[64,10]: all 640 elements match the reference bit for bit") !=
         std::string::npos);
@@ -91,7 +92,9 @@ TEST_CASE("run: the MLP on tiny.yaml in functional mode matches the reference") 
 
 TEST_CASE("disasm | asm gives a byte-identical binary") {
   std::string dir = temp_dir();
-  REQUIRE(fracsim("compile workloads/mlp.yaml -o " + dir + "/x.fbin --asm " + dir + "/x.fasm").code == 0);
+  REQUIRE(
+      fracsim("compile workloads/mlp.yaml -o " + dir + "/x.fbin --asm " + dir + "/x.fasm").code ==
+      0);
   Result r = fracsim("disasm " + dir + "/x.fbin | '" + kBin + "' asm - -o " + dir + "/y.fbin");
   CHECK(r.code == 0);
   std::string x = slurp(dir + "/x.fbin"), y = slurp(dir + "/y.fbin");
@@ -131,7 +134,8 @@ TEST_CASE("bad machine configs exit 2 naming file, line and key") {
     CHECK(r.code == 2);
     CHECK(r.out == "error: " + path + ":" + b.message.substr(b.name.size() + 1) + "\n");
     // run refuses it the same way, and writes nothing.
-    Result run = fracsim("run -m " + path + " -w workloads/mlp.yaml --out " + dir + "/out-" + b.name);
+    Result run =
+        fracsim("run -m " + path + " -w workloads/mlp.yaml --out " + dir + "/out-" + b.name);
     CHECK(run.code == 2);
     CHECK(run.out == r.out);
     CHECK_FALSE(std::filesystem::exists(dir + "/out-" + b.name));
@@ -141,8 +145,9 @@ TEST_CASE("bad machine configs exit 2 naming file, line and key") {
 TEST_CASE("bad flags and files exit 2 with a message") {
   Result r = fracsim("run -m configs/tiny.yaml");
   CHECK(r.code == 2);
-  CHECK(r.out == "error: fracsim run: the option '--workload' is required but missing (see "
-                 "'fracsim help')\n");
+  CHECK(r.out ==
+        "error: fracsim run: the option '--workload' is required but missing (see "
+        "'fracsim help')\n");
   r = fracsim("run -m configs/tiny.yaml -w workloads/mlp.yaml --mode fast");
   CHECK(r.code == 2);
   CHECK(r.out == "error: fracsim run: --mode: expected functional or timing, got 'fast'\n");

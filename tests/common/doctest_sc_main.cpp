@@ -9,6 +9,4 @@
 // main() runs.
 static const bool kQuietSystemC = setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1) == 0;
 
-extern "C" int sc_main(int argc, char** argv) {
-  return doctest::Context(argc, argv).run();
-}
+extern "C" int sc_main(int argc, char** argv) { return doctest::Context(argc, argv).run(); }

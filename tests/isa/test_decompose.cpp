@@ -12,9 +12,9 @@
 // the long set runs 2,000).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -64,8 +64,8 @@ Case random_case(const OpDef& op, std::mt19937_64& rng, const std::vector<DType>
       // Values defined for f32 only are not drawn for integer operands.
       std::vector<int64_t> allowed;
       for (size_t v = 0; v < a.values.size(); ++v)
-        if (!integer_operands || std::find(a.float_only.begin(), a.float_only.end(),
-                                           a.values[v]) == a.float_only.end())
+        if (!integer_operands ||
+            std::find(a.float_only.begin(), a.float_only.end(), a.values[v]) == a.float_only.end())
           allowed.push_back(static_cast<int64_t>(v));
       attrs.push_back(allowed[pick(0, static_cast<int64_t>(allowed.size()) - 1)]);
     } else {
@@ -212,8 +212,8 @@ void check_equal(const OpDef& op, const Case& c, const std::vector<uint8_t>& got
     }
     // S: the op on |inputs| bounds sums of products; for sums of non-negative terms (distance)
     // the result itself is S. The larger of the two is a bound for both.
-    const double s_mag = std::max(std::fabs(load_element(out, off, m)),
-                                  std::fabs(load_element(out, off, w)));
+    const double s_mag =
+        std::max(std::fabs(load_element(out, off, m)), std::fabs(load_element(out, off, w)));
     const double bound = 2.0 * terms * std::ldexp(1.0, -24) * s_mag;
     if (std::fabs(load_element(out, off, g) - load_element(out, off, w)) > bound) ++mismatches;
   });
@@ -283,9 +283,11 @@ TEST_CASE("sequential split of a matmul, by hand") {
   // a[8,16] x b[16,8] f32: tiles of 512 + 512 + 256 bytes = 1280 > 1024. Halving M saves
   // 256+128 = 384, N the same, K 256+256 = 512: K is halved (640+... fits: 256+256+256 = 768).
   const OpDef& op = ops().get("matmul");
-  Instruction in = make_instr(op, {make_tensor(0, DType::f32, {1, 8, 16}),
-                                   make_tensor(512, DType::f32, {1, 16, 8}),
-                                   make_tensor(1024, DType::f32, {1, 8, 8})}, {0});
+  Instruction in =
+      make_instr(op,
+                 {make_tensor(0, DType::f32, {1, 8, 16}), make_tensor(512, DType::f32, {1, 16, 8}),
+                  make_tensor(1024, DType::f32, {1, 8, 8})},
+                 {0});
   auto pieces = sequential(op, ops(), in, NodeBudget{1024, 1, "leaf"});
   REQUIRE(pieces.size() == 2);
   CHECK(tensor_str(pieces[0].operands[0]) == "f32@0x0[1,8,8:128,16,1]");
@@ -297,9 +299,11 @@ TEST_CASE("sequential split of a matmul, by hand") {
 
 TEST_CASE("parallel split prefers parallel dims and balances remainders") {
   const OpDef& op = ops().get("matmul");
-  Instruction in = make_instr(op, {make_tensor(0, DType::f32, {1, 10, 4}),
-                                   make_tensor(4096, DType::f32, {1, 4, 3}),
-                                   make_tensor(8192, DType::f32, {1, 10, 3})}, {0});
+  Instruction in =
+      make_instr(op,
+                 {make_tensor(0, DType::f32, {1, 10, 4}), make_tensor(4096, DType::f32, {1, 4, 3}),
+                  make_tensor(8192, DType::f32, {1, 10, 3})},
+                 {0});
   ParallelSplit s = parallel(op, ops(), in, 4, 1 << 20);
   // M=10,N=3 on 4 children: M in 4 parts gives max work 3*3*4 = 36; M2xN2 gives 5*2*4 = 40.
   REQUIRE(s.children.size() == 4);
@@ -314,9 +318,11 @@ TEST_CASE("parallel split prefers parallel dims and balances remainders") {
 
 TEST_CASE("parallel split falls back to the reduce dim with LFU reductions") {
   const OpDef& op = ops().get("matmul");
-  Instruction in = make_instr(op, {make_tensor(0, DType::f32, {1, 1, 10}),
-                                   make_tensor(64, DType::f32, {1, 10, 1}),
-                                   make_tensor(128, DType::f32, {1, 1, 1})}, {1});
+  Instruction in =
+      make_instr(op,
+                 {make_tensor(0, DType::f32, {1, 1, 10}), make_tensor(64, DType::f32, {1, 10, 1}),
+                  make_tensor(128, DType::f32, {1, 1, 1})},
+                 {1});
   ParallelSplit s = parallel(op, ops(), in, 3, 1024);
   REQUIRE(s.children.size() == 3);
   CHECK(s.children[0].operands[0].shape == Shape{1, 1, 4});
@@ -334,9 +340,11 @@ TEST_CASE("parallel split falls back to the reduce dim with LFU reductions") {
 
 TEST_CASE("a piece that can never fit is an error naming level, op and operand") {
   const OpDef& op = ops().get("matmul");
-  Instruction in = make_instr(op, {make_tensor(0, DType::f32, {1, 4, 4}),
-                                   make_tensor(64, DType::f32, {1, 4, 4}),
-                                   make_tensor(128, DType::f32, {1, 4, 4})}, {0});
+  Instruction in =
+      make_instr(op,
+                 {make_tensor(0, DType::f32, {1, 4, 4}), make_tensor(64, DType::f32, {1, 4, 4}),
+                  make_tensor(128, DType::f32, {1, 4, 4})},
+                 {0});
   CHECK_THROWS_WITH_AS(sequential(op, ops(), in, NodeBudget{100, 1, "level 2 (core)"}),
                        "level 2 (core): matmul: the smallest piece needs 192 bytes but a cyclic "
                        "sub-block holds 100 (operand a alone needs 4 bytes)",
@@ -353,9 +361,11 @@ TEST_CASE("sized against the whole memory, reused inputs stay whole and everythi
   //   N = 2:  a static;      b 64 + out 512:           2048 + 3 *  576 =  3776 <= 4096
   // so a (the larger input) stays whole and N splits into 8 pieces.
   const OpDef& op = ops().get("matmul");
-  Instruction in = make_instr(op, {make_tensor(0, DType::f32, {1, 64, 8}),
-                                   make_tensor(4096, DType::f32, {1, 8, 16}),
-                                   make_tensor(8192, DType::f32, {1, 64, 16})}, {0});
+  Instruction in =
+      make_instr(op,
+                 {make_tensor(0, DType::f32, {1, 64, 8}), make_tensor(4096, DType::f32, {1, 8, 16}),
+                  make_tensor(8192, DType::f32, {1, 64, 16})},
+                 {0});
   NodeBudget b{4096 / 3, 1, "leaf"};
   b.capacity = 4096;
   b.depth = 3;
@@ -389,7 +399,8 @@ TEST_CASE("whole-memory tilings fit: static inputs once plus N times the rest") 
         for (size_t o = 0; o < op.operands.size(); ++o) {
           if (op.operands[o].role != OperandRole::in) continue;
           bool same = true;
-          for (const Instruction& p : plan.pieces) same = same && p.operands[o] == plan.pieces[0].operands[o];
+          for (const Instruction& p : plan.pieces)
+            same = same && p.operands[o] == plan.pieces[0].operands[o];
           for (size_t w = 0; w < op.operands.size(); ++w) {
             if (op.operands[w].role != OperandRole::out) continue;
             auto [a0, a1] = c.instr.operands[o].byte_span();

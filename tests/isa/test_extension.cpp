@@ -68,21 +68,24 @@ TEST_CASE("a valid extension op loads with its sequence") {
 TEST_CASE("broken extension ops name file, line and op") {
   CHECK(load_error(with("  - activation:", "  - frobnicate:")) ==
         "ext.yaml:18: sequence[1]: op scale_rows: unknown primitive 'frobnicate'");
-  CHECK(load_error(with("  M: parallel\n  N: parallel\n", "  M: parallel\n  N: parallel\n  Q: parallel\n")) ==
+  CHECK(load_error(with("  M: parallel\n  N: parallel\n",
+                        "  M: parallel\n  N: parallel\n  Q: parallel\n")) ==
         "ext.yaml:5: dims: op scale_rows: dim Q is never bound by an operand");
   CHECK(load_error(with("out: \"t[1,1,1,1,M,N]\", fn: mul", "out: \"t[1,1,1,1,M,Z]\", fn: mul")) ==
         "ext.yaml:17: sequence[0]: op scale_rows: operand out: unknown dim 'Z'");
   CHECK(load_error(with("b: \"s[1,1,1,1,M,N]\"", "b: \"q[1,1,1,1,M,N]\"")) ==
         "ext.yaml:17: sequence[0]: op scale_rows: operand b: 'q[1,1,1,1,M,N]' is neither an "
         "operand nor a temporary written as name[axes]");
-  CHECK(load_error(with("out: \"out[1,1,1,1,M,N]\", fn: relu", "out: \"x[1,1,1,1,M,N]\", fn: relu")) ==
+  CHECK(load_error(
+            with("out: \"out[1,1,1,1,M,N]\", fn: relu", "out: \"x[1,1,1,1,M,N]\", fn: relu")) ==
         "ext.yaml:18: sequence[1]: op scale_rows: operand out: writes the input x");
   CHECK(load_error(with("in: \"t[1,1,1,1,M,N]\"", "in: \"t[1,1,1,1,1,N]\"")) ==
         "ext.yaml:18: sequence[1]: op scale_rows: operand in: the view of t drops its dim M");
   // N is declared parallel, but this step reduces over it: the split rule contradicts the
   // sequence.
-  CHECK(load_error(with("  - activation: {in: \"t[1,1,1,1,M,N]\", out: \"out[1,1,1,1,M,N]\", fn: relu}",
-                        "  - reduce: {in: \"t[M,1,1,N,1,1]\", out: \"out[M,N,1]\", fn: sum}")) ==
+  CHECK(load_error(
+            with("  - activation: {in: \"t[1,1,1,1,M,N]\", out: \"out[1,1,1,1,M,N]\", fn: relu}",
+                 "  - reduce: {in: \"t[M,1,1,N,1,1]\", out: \"out[M,N,1]\", fn: sum}")) ==
         "ext.yaml:18: sequence[1]: op scale_rows: dim N is declared parallel but reduce does not "
         "treat it as parallel (its dim R0)");
   CHECK(load_error(with("fn: mul}", "fn: pow}")) ==
@@ -96,7 +99,8 @@ TEST_CASE("softmax runs its sequence: exactly what a direct f32 implementation g
   std::vector<float> x = {1, 2, 3, 4, 5, -1, 0, 1, 0, -1, 10, 10, 10, 10, 10};
   std::vector<uint8_t> mem(1024, 0);
   std::memcpy(mem.data(), x.data(), x.size() * 4);
-  Instruction in{op.opcode, {make_tensor(0, DType::f32, {M, N}), make_tensor(512, DType::f32, {M, N})}, {}};
+  Instruction in{
+      op.opcode, {make_tensor(0, DType::f32, {M, N}), make_tensor(512, DType::f32, {M, N})}, {}};
   execute_reference(op, in, MemoryView{mem.data(), mem.size()});
   for (int64_t m = 0; m < M; ++m) {
     float mx = x[m * N];
@@ -136,7 +140,8 @@ TEST_CASE("bayes_step is the marginal of the product of beliefs and table") {
 
 TEST_CASE("an extension piece reserves its temporaries in local memory") {
   const OpDef& op = OpTable::builtin().get("softmax");
-  Instruction in{op.opcode, {make_tensor(0, DType::f32, {4, 16}), make_tensor(256, DType::f32, {4, 16})}, {}};
+  Instruction in{
+      op.opcode, {make_tensor(0, DType::f32, {4, 16}), make_tensor(256, DType::f32, {4, 16})}, {}};
   // mx[4] 16 B -> 64, e[4,16] 256 B, s[4] 16 B -> 64.
   CHECK(temporaries_bytes(op, in) == 64 + 256 + 64);
   Expansion x = expand_sequence(op, in);

@@ -44,10 +44,11 @@ TEST_CASE("broken op definitions name file, line and op") {
                    "dims: {M: parallel}\noperands:\n  - {name: x, role: in, dims: [M, Q]}\n"
                    "dtypes: [[f32]]\nwork: M\ncycles: M\n") ==
         "bad.yaml:6: operands.dims: op f: operand x names dim 'Q' that is not declared under dims");
-  CHECK(load_error(std::string(kHead) +
-                   "dims: {M: parallel, Z: parallel}\noperands:\n  - {name: x, role: in, dims: [M]}\n"
-                   "dtypes: [[f32]]\nwork: M\ncycles: M\n") ==
-        "bad.yaml:4: dims: op f: dim Z is never bound by an operand");
+  CHECK(
+      load_error(std::string(kHead) +
+                 "dims: {M: parallel, Z: parallel}\noperands:\n  - {name: x, role: in, dims: [M]}\n"
+                 "dtypes: [[f32]]\nwork: M\ncycles: M\n") ==
+      "bad.yaml:4: dims: op f: dim Z is never bound by an operand");
   CHECK(load_error(std::string(kHead) +
                    "dims: {M: parallel}\noperands:\n  - {name: x, role: in, dims: [M]}\n"
                    "dtypes: [[f32]]\nwork: M*Q\ncycles: M\n") ==

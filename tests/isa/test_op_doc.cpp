@@ -11,8 +11,9 @@ TEST_CASE("isa/README.md is the current output of fracsim isa doc") {
   std::stringstream committed;
   committed << in.rdbuf();
   const std::string now = fracsim::isa::op_reference_markdown(fracsim::isa::OpTable::builtin());
-  CHECK_MESSAGE(committed.str() == now,
-                "isa/README.md is stale; regenerate it with: build/fracsim isa doc -o isa/README.md");
+  CHECK_MESSAGE(
+      committed.str() == now,
+      "isa/README.md is stale; regenerate it with: build/fracsim isa doc -o isa/README.md");
 }
 
 TEST_CASE("isa list names every op once, with its opcode and unit") {

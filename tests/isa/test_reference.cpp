@@ -61,9 +61,8 @@ TEST_CASE("the attribute layout the hand cases below rely on") {
         std::vector<std::string>{"add", "sub", "mul", "div", "max", "min"});
   const OpDef& a = ops().get("activation");
   REQUIRE(a.attributes.size() == 3);
-  CHECK(a.attributes[0].values ==
-        std::vector<std::string>{"relu", "leaky_relu", "sigmoid", "tanh", "gelu", "exp", "log",
-                                 "sqrt", "rsqrt"});
+  CHECK(a.attributes[0].values == std::vector<std::string>{"relu", "leaky_relu", "sigmoid", "tanh",
+                                                           "gelu", "exp", "log", "sqrt", "rsqrt"});
   CHECK(a.attributes[1].name == "alpha");
   CHECK(a.attributes[1].type == AttrType::real);
   CHECK(attr_to_real(a.attributes[1].default_value) == 0.01);

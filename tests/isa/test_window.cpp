@@ -409,7 +409,8 @@ TEST_CASE("lrn on integers: fixed point with frac_bits, rounded half to even") {
   put<int16_t>(mem, 0, {256, 512, 0});
   Instruction in;
   in.opcode = op.opcode;
-  in.operands = {make_tensor(0, DType::i16, {1, 3, 1, 1}), make_tensor(64, DType::i16, {1, 3, 1, 1})};
+  in.operands = {make_tensor(0, DType::i16, {1, 3, 1, 1}),
+                 make_tensor(64, DType::i16, {1, 3, 1, 1})};
   for (const AttrDef& a : op.attributes) in.attrs.push_back(a.default_value);
   in.attrs[op.attr_index("size")] = 3;
   in.attrs[op.attr_index("alpha")] = real_to_attr(1.0);

@@ -80,7 +80,8 @@ isa::Program topk_op() {
 
 uint64_t bytes_moved(const RunResult& r) {
   uint64_t b = 0;
-  for (const NodeReport& n : r.nodes) b += n.stats[Counter::load_bytes] + n.stats[Counter::store_bytes];
+  for (const NodeReport& n : r.nodes)
+    b += n.stats[Counter::load_bytes] + n.stats[Counter::store_bytes];
   return b;
 }
 
@@ -92,8 +93,10 @@ TEST_CASE("TopK on f1: the topk fractal op beats sort-then-slice in cycles and b
   const RunResult a = simulate(spec, ops, sort_then_slice(), Mode::timing);
   const RunResult b = simulate(spec, ops, topk_op(), Mode::timing);
   const uint64_t bytes_a = bytes_moved(a), bytes_b = bytes_moved(b);
-  MESSAGE(fmt::format("sort then slice: {} cycles, {} bytes moved; topk op: {} cycles, {} bytes "
-                      "moved", a.cycles, bytes_a, b.cycles, bytes_b));
+  MESSAGE(
+      fmt::format("sort then slice: {} cycles, {} bytes moved; topk op: {} cycles, {} bytes "
+                  "moved",
+                  a.cycles, bytes_a, b.cycles, bytes_b));
   CHECK(b.cycles < a.cycles);
   CHECK(bytes_b < bytes_a);
   // Where the bytes go (4 MiB = the 2^20 values, or their 2^20 indices):
