@@ -86,7 +86,11 @@ const semantics::ReferenceTable& reference_table() {
 
 }  // namespace
 
-bool has_reference(const std::string& op) { return reference_table().count(op) > 0; }
+bool has_reference(const std::string& op) {
+  // Extension ops run their sequence of primitives.
+  const OpDef* def = OpTable::builtin().find(op);
+  return reference_table().count(op) > 0 || (def != nullptr && def->is_extension());
+}
 
 void execute_reference(const OpDef& op, const Instruction& in, MemoryView mem) {
   for (const TensorRef& t : in.operands) check_inside(t, mem, op);

@@ -210,7 +210,7 @@ void register_ordering(ReferenceTable& t) {
   t["merge"] = [](const OpDef& op, const Instruction& in, MemoryView mem) {
     by_dtype<Merge>(in.operands[0].dtype, op.name, op, in, mem);
   };
-  t["topk"] = [](const OpDef& op, const Instruction& in, MemoryView mem) {
+  t["select_topk"] = [](const OpDef& op, const Instruction& in, MemoryView mem) {
     by_dtype<Topk>(in.operands[0].dtype, op.name, op, in, mem);
   };
   t["count"] = [](const OpDef& op, const Instruction& in, MemoryView mem) {

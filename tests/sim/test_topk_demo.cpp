@@ -1,7 +1,8 @@
 // The FRISA inefficiency demonstration (Cambricon-FR): TopK of k = 8 over 2^20 f32 elements on
 // configs/f1.yaml, written (a) with built-in ops only, a full sort followed by a slice, and (b)
-// with the topk fractal op. The topk op never sorts or writes back the whole array: at every
-// level it keeps 8 elements, so it moves fewer bytes and takes fewer cycles.
+// with `topk`, the fractal op a user defines in YAML (isa/ops/ext/topk.yaml: split rule plus the
+// leaf's select_topk). It never sorts or writes back the whole array: at every level it keeps 8
+// elements, so it moves fewer bytes and takes fewer cycles.
 #include <doctest/doctest.h>
 
 #include <fmt/format.h>
