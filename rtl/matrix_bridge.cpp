@@ -67,6 +67,12 @@ MatmulResult MatrixBridge::run(const MatmulJob& job) {
   in.a = a_lanes.data();
   in.b = b_lanes.data();
   uint64_t beat = 0, taken = 0;
+  // k of the current beat (beat % K) and the index of this cycle's out_ready in the pattern
+  // (cycles % size), kept as counters: no division per simulated cycle.
+  const auto K = static_cast<uint64_t>(job.K);
+  uint64_t k = 0;
+  size_t ready_at = 0;
+  const size_t ready_size = job.ready_pattern.size();
   bool loaded = false;
   // A healthy unit finishes within the formula plus its stalls; far beyond that it is stuck.
   const uint64_t limit = beats + static_cast<uint64_t>(R + C) + 64;
@@ -76,14 +82,15 @@ MatmulResult MatrixBridge::run(const MatmulJob& job) {
       load_beat(beat);
       loaded = true;
     }
-    in.in_first = in.in_valid && beat % static_cast<uint64_t>(job.K) == 0;
-    in.in_last = in.in_valid && (beat + 1) % static_cast<uint64_t>(job.K) == 0;
-    in.out_ready =
-        job.ready_pattern.empty() || job.ready_pattern[res.cycles % job.ready_pattern.size()] != 0;
+    in.in_first = in.in_valid && k == 0;
+    in.in_last = in.in_valid && k + 1 == K;
+    in.out_ready = ready_size == 0 || job.ready_pattern[ready_at] != 0;
+    if (ready_size != 0 && ++ready_at == ready_size) ready_at = 0;
     const MatrixUnitOutputs o = unit_->cycle(in, block.data());
     ++res.cycles;
     if (in.in_valid && o.in_ready) {
       ++beat;
+      if (++k == K) k = 0;
       loaded = false;
     }
     if (o.out_valid && !in.out_ready) ++res.stall_cycles;

@@ -116,6 +116,17 @@ module matrix_unit #(
   // PE(ROWS-1,COLS-1) finishes a block this cycle: the whole block loads the result registers.
   logic emit;
 
+  // The ring slot a sum that waits w cycles is written to: slot + w, wrapped at RING. Every PE on
+  // one anti-diagonal waits as long, so one index per wait serves them all (computed once per
+  // wait, not once per PE: less work per simulated cycle).
+  for (genvar w = 1; w <= DIAG; w++) begin : g_wr
+    logic [RING_W:0] wr_sum;
+    logic [RING_W-1:0] wr;
+    assign wr_sum = {1'b0, slot} + (RING_W + 1)'(w);
+    assign wr = (wr_sum >= (RING_W + 1)'(RING)) ? RING_W'(wr_sum - (RING_W + 1)'(RING))
+                                               : wr_sum[RING_W-1:0];
+  end
+
   for (genvar r = 0; r < ROWS; r++) begin : g_row
     for (genvar c = 0; c < COLS; c++) begin : g_col
       localparam int D = r + c;
@@ -134,7 +145,9 @@ module matrix_unit #(
 
       // The MAC: acc + a*b modulo 2^32.
       logic [31:0] acc, prod, base, sum;
-      assign prod = 32'($signed(a) * $signed(b));
+      // The signed product modulo 2^32, as the unsigned product of the operands sign-extended to
+      // 32 bits (the same bits; the simulation then multiplies inline, with no helper call).
+      assign prod = {{16{a[15]}}, a} * {{16{b[15]}}, b};
       assign base = first ? 32'd0 : acc;
 `ifdef FRACSIM_MATRIX_BUG
       assign sum = {base[31:16] + prod[31:16], base[15:0] + prod[15:0]};
@@ -150,13 +163,8 @@ module matrix_unit #(
         always_ff @(posedge clk) if (en && emit) res_q <= sum;
       end else begin : g_ring
         logic [31:0] ring[RING];
-        logic [RING_W:0] wr_sum;
-        logic [RING_W-1:0] wr;
-        assign wr_sum = {1'b0, slot} + (RING_W + 1)'(WAIT);
-        assign wr = (wr_sum >= (RING_W + 1)'(RING)) ? RING_W'(wr_sum - (RING_W + 1)'(RING))
-                                                   : wr_sum[RING_W-1:0];
         always_ff @(posedge clk) begin
-          if (en && v && last) ring[wr] <= sum;
+          if (en && v && last) ring[g_wr[WAIT].wr] <= sum;
           if (en && emit) res_q <= ring[slot];
         end
       end
