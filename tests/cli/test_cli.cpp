@@ -1,6 +1,8 @@
 // The fracsim command as a user runs it: exit codes, messages and files.
 #include <doctest/doctest.h>
 
+#include "tests/common/cli_runner.h"
+
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -13,34 +15,13 @@ using namespace std::string_literals;
 
 namespace {
 
-const std::string kRoot = FRACSIM_SOURCE_DIR;
+using fracsim::testing::CliResult;
+using fracsim::testing::run_fracsim;
 const std::string kBin = FRACSIM_BINARY;
 
-struct Result {
-  int code = -1;
-  std::string out;  // stdout and stderr together
-};
+const std::string kRoot = FRACSIM_SOURCE_DIR;
 
-Result fracsim(const std::string& args) {
-  Result r;
-  std::string cmd = "cd '" + kRoot + "' && '" + kBin + "' " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::string temp_dir() {
-  static int counter = 0;
-  auto d = std::filesystem::temp_directory_path() /
-           ("fracsim-cli-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-  std::filesystem::create_directories(d);
-  return d.string();
-}
+std::string temp_dir() { return fracsim::testing::temp_dir("fracsim-cli"); }
 
 std::string write(const std::string& dir, const std::string& name, const std::string& text) {
   std::string path = dir + "/" + name;
@@ -81,8 +62,8 @@ std::string replace(std::string s, const std::string& from, const std::string& t
 
 TEST_CASE("run: the MLP on tiny.yaml in functional mode matches the reference") {
   std::string dir = temp_dir();
-  Result r =
-      fracsim("run -m configs/tiny.yaml -w workloads/mlp.yaml --mode functional --out " + dir);
+  CliResult r =
+      run_fracsim("run -m configs/tiny.yaml -w workloads/mlp.yaml --mode functional --out " + dir);
   CHECK(r.code == 0);
   CHECK(r.out.find("output fc3 f32[64,10]: all 640 elements match the reference bit for bit") !=
         std::string::npos);
@@ -92,20 +73,20 @@ TEST_CASE("run: the MLP on tiny.yaml in functional mode matches the reference") 
 
 TEST_CASE("disasm | asm gives a byte-identical binary") {
   std::string dir = temp_dir();
-  REQUIRE(
-      fracsim("compile workloads/mlp.yaml -o " + dir + "/x.fbin --asm " + dir + "/x.fasm").code ==
-      0);
-  Result r = fracsim("disasm " + dir + "/x.fbin | '" + kBin + "' asm - -o " + dir + "/y.fbin");
+  REQUIRE(run_fracsim("compile workloads/mlp.yaml -o " + dir + "/x.fbin --asm " + dir + "/x.fasm")
+              .code == 0);
+  CliResult r =
+      run_fracsim("disasm " + dir + "/x.fbin | '" + kBin + "' asm - -o " + dir + "/y.fbin");
   CHECK(r.code == 0);
   std::string x = slurp(dir + "/x.fbin"), y = slurp(dir + "/y.fbin");
   CHECK(x.size() > 100);
   CHECK(x == y);
-  CHECK(slurp(dir + "/x.fasm") == fracsim("disasm " + dir + "/x.fbin").out);
+  CHECK(slurp(dir + "/x.fasm") == run_fracsim("disasm " + dir + "/x.fbin").out);
 }
 
 TEST_CASE("config check accepts every shipped config") {
   for (const char* c : {"configs/tiny.yaml", "configs/f1.yaml"}) {
-    Result r = fracsim("config check "s + c);
+    CliResult r = run_fracsim("config check "s + c);
     CHECK_MESSAGE(r.code == 0, r.out);
   }
 }
@@ -130,12 +111,12 @@ TEST_CASE("bad machine configs exit 2 naming file, line and key") {
   for (const Bad& b : bad) {
     CAPTURE(b.name);
     std::string path = write(dir, b.name, replace(kMachine, b.from, b.to));
-    Result r = fracsim("config check " + path);
+    CliResult r = run_fracsim("config check " + path);
     CHECK(r.code == 2);
     CHECK(r.out == "error: " + path + ":" + b.message.substr(b.name.size() + 1) + "\n");
     // run refuses it the same way, and writes nothing.
-    Result run =
-        fracsim("run -m " + path + " -w workloads/mlp.yaml --out " + dir + "/out-" + b.name);
+    CliResult run =
+        run_fracsim("run -m " + path + " -w workloads/mlp.yaml --out " + dir + "/out-" + b.name);
     CHECK(run.code == 2);
     CHECK(run.out == r.out);
     CHECK_FALSE(std::filesystem::exists(dir + "/out-" + b.name));
@@ -143,34 +124,34 @@ TEST_CASE("bad machine configs exit 2 naming file, line and key") {
 }
 
 TEST_CASE("bad flags and files exit 2 with a message") {
-  Result r = fracsim("run -m configs/tiny.yaml");
+  CliResult r = run_fracsim("run -m configs/tiny.yaml");
   CHECK(r.code == 2);
   CHECK(r.out ==
         "error: fracsim run: the option '--workload' is required but missing (see "
         "'fracsim help')\n");
-  r = fracsim("run -m configs/tiny.yaml -w workloads/mlp.yaml --mode fast");
+  r = run_fracsim("run -m configs/tiny.yaml -w workloads/mlp.yaml --mode fast");
   CHECK(r.code == 2);
   CHECK(r.out == "error: fracsim run: --mode: expected functional or timing, got 'fast'\n");
-  r = fracsim("run -m configs/nope.yaml -w workloads/mlp.yaml");
+  r = run_fracsim("run -m configs/nope.yaml -w workloads/mlp.yaml");
   CHECK(r.code == 2);
   CHECK(r.out == "error: configs/nope.yaml: cannot open file\n");
-  r = fracsim("frobnicate");
+  r = run_fracsim("frobnicate");
   CHECK(r.code == 2);
   CHECK(r.out == "error: fracsim: unknown command 'frobnicate' (see 'fracsim help')\n");
   std::string dir = temp_dir();
   std::string junk = write(dir, "junk.fbin", "not a program");
-  r = fracsim("disasm " + junk);
+  r = run_fracsim("disasm " + junk);
   CHECK(r.code == 2);
   CHECK(r.out.rfind("error: " + junk + ": ", 0) == 0);
 }
 
 TEST_CASE("a second run into the same directory replaces stats.json whole") {
   std::string dir = temp_dir();
-  REQUIRE(fracsim("run -m configs/tiny.yaml -w workloads/mlp.yaml --out " + dir).code == 0);
+  REQUIRE(run_fracsim("run -m configs/tiny.yaml -w workloads/mlp.yaml --out " + dir).code == 0);
   std::string first = slurp(dir + "/stats.json");
-  REQUIRE(fracsim("run -m configs/tiny.yaml -w workloads/mlp.yaml --out " + dir).code == 0);
+  REQUIRE(run_fracsim("run -m configs/tiny.yaml -w workloads/mlp.yaml --out " + dir).code == 0);
   CHECK(slurp(dir + "/stats.json") == first);  // deterministic, byte for byte
   // A failing run leaves the earlier results alone.
-  CHECK(fracsim("run -m configs/tiny.yaml -w workloads/nope.yaml --out " + dir).code == 2);
+  CHECK(run_fracsim("run -m configs/tiny.yaml -w workloads/nope.yaml --out " + dir).code == 2);
   CHECK(slurp(dir + "/stats.json") == first);
 }

@@ -1,6 +1,8 @@
 // `fracsim verify` and `fracsim run --backend rtl` as a user runs them.
 #include <doctest/doctest.h>
 
+#include "tests/common/cli_runner.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,35 +15,14 @@
 
 namespace {
 
-const std::string kRoot = FRACSIM_SOURCE_DIR;
+using fracsim::testing::CliResult;
+using fracsim::testing::run_fracsim;
 const std::string kBin = FRACSIM_BINARY;
+
+const std::string kRoot = FRACSIM_SOURCE_DIR;
 const std::string kWorkload = "tests/rtl/int_matmul.yaml";
 
-struct Result {
-  int code = -1;
-  std::string out;  // stdout and stderr together
-};
-
-Result fracsim(const std::string& args) {
-  Result r;
-  std::string cmd = "cd '" + kRoot + "' && '" + kBin + "' " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::string temp_dir() {
-  static int counter = 0;
-  auto d = std::filesystem::temp_directory_path() /
-           ("fracsim-rtl-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-  std::filesystem::create_directories(d);
-  return d.string();
-}
+std::string temp_dir() { return fracsim::testing::temp_dir("fracsim-rtl"); }
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -63,7 +44,7 @@ std::string cycles_line(const std::string& out) {
 }  // namespace
 
 TEST_CASE("fracsim verify --unit matrix --vectors 1000 passes on every built size") {
-  const Result r = fracsim("verify --unit matrix --vectors 1000");
+  const CliResult r = run_fracsim("verify --unit matrix --vectors 1000");
   INFO(r.out);
   CHECK(r.code == 0);
   CHECK(has(r.out, "fracsim verify: matrix unit, seed 1, 1000 random vectors per size"));
@@ -75,7 +56,8 @@ TEST_CASE("fracsim verify --unit matrix --vectors 1000 passes on every built siz
 }
 
 TEST_CASE("fracsim verify --unit vector --vectors 1000 passes on every built lane count") {
-  const Result r = fracsim("verify --unit vector --vectors 1000 --wave /nonexistent/never.vcd");
+  const CliResult r =
+      run_fracsim("verify --unit vector --vectors 1000 --wave /nonexistent/never.vcd");
   INFO(r.out);
   CHECK(r.code == 0);
   CHECK(has(r.out, "fracsim verify: vector unit, seed 1, 1000 random vectors per lane count"));
@@ -88,7 +70,7 @@ TEST_CASE("fracsim verify --unit vector --vectors 1000 passes on every built lan
 }
 
 TEST_CASE("fracsim verify --unit sort --vectors 1000 passes on every built width") {
-  const Result r = fracsim("verify --unit sort --vectors 1000");
+  const CliResult r = run_fracsim("verify --unit sort --vectors 1000");
   INFO(r.out);
   CHECK(r.code == 0);
   CHECK(has(r.out, "fracsim verify: sort unit (merge), seed 1, 1000 random vectors per width"));
@@ -100,22 +82,22 @@ TEST_CASE("fracsim verify --unit sort --vectors 1000 passes on every built width
 }
 
 TEST_CASE("fracsim verify: bad flags are input errors") {
-  Result r = fracsim("verify --unit topk");
+  CliResult r = run_fracsim("verify --unit topk");
   CHECK(r.code == 2);
   CHECK(has(r.out, "error: fracsim verify: --unit: expected matrix, vector or sort, got 'topk'"));
-  r = fracsim("verify --unit sort --width 16");
+  r = run_fracsim("verify --unit sort --width 16");
   CHECK(r.code == 2);
   CHECK(has(r.out,
             "error: fracsim verify: --width: no width-16 sort unit in this build (built: 4, 8)"));
-  r = fracsim("verify --unit vector --lanes 16");
+  r = run_fracsim("verify --unit vector --lanes 16");
   CHECK(r.code == 2);
   CHECK(has(r.out,
             "error: fracsim verify: --lanes: no 16-lane vector unit in this build (built: 8, 32)"));
-  r = fracsim("verify --unit matrix --size 8x8");
+  r = run_fracsim("verify --unit matrix --size 8x8");
   CHECK(r.code == 2);
   CHECK(has(r.out,
             "error: fracsim verify: --size: no 8x8 matrix unit in this build (built: 4x4, 16x16)"));
-  r = fracsim("verify");
+  r = run_fracsim("verify");
   CHECK(r.code == 2);
 }
 
@@ -127,8 +109,8 @@ TEST_CASE("--backend rtl gives the model's outputs and cycles") {
       const std::string dm = temp_dir(), dr = temp_dir();
       const std::string common =
           "run -m configs/" + machine + ".yaml -w " + kWorkload + " --mode " + mode + " --out ";
-      const Result m = fracsim(common + dm + " --backend model");
-      const Result r = fracsim(common + dr + " --backend rtl");
+      const CliResult m = run_fracsim(common + dm + " --backend model");
+      const CliResult r = run_fracsim(common + dr + " --backend rtl");
       INFO(m.out);
       INFO(r.out);
       REQUIRE(m.code == 0);
@@ -164,8 +146,8 @@ TEST_CASE(
       const std::string dm = temp_dir(), dr = temp_dir();
       const std::string common = "run -m configs/" + machine +
                                  ".yaml -w tests/rtl/int_merge.fasm --mode " + mode + " --out ";
-      const Result m = fracsim(common + dm + " --backend model");
-      const Result r = fracsim(common + dr + " --backend rtl");
+      const CliResult m = run_fracsim(common + dm + " --backend model");
+      const CliResult r = run_fracsim(common + dr + " --backend rtl");
       INFO(m.out);
       INFO(r.out);
       REQUIRE(m.code == 0);
@@ -201,8 +183,8 @@ TEST_CASE(
       const std::string dm = temp_dir(), dr = temp_dir();
       const std::string common = "run -m configs/" + machine +
                                  ".yaml -w tests/rtl/int_vector.fasm --mode " + mode + " --out ";
-      const Result m = fracsim(common + dm + " --backend model");
-      const Result r = fracsim(common + dr + " --backend rtl");
+      const CliResult m = run_fracsim(common + dm + " --backend model");
+      const CliResult r = run_fracsim(common + dr + " --backend rtl");
       INFO(m.out);
       INFO(r.out);
       REQUIRE(m.code == 0);
@@ -238,16 +220,16 @@ TEST_CASE("backend: rtl in a config and bad backends") {
   std::string rtl = tiny;
   rtl.replace(rtl.find(from), from.size(), "backend: rtl");
   std::ofstream(d + "/tiny-rtl.yaml") << rtl;
-  const Result cfg = fracsim("run -m " + d + "/tiny-rtl.yaml -w " + kWorkload +
-                             " --mode functional --out " + d + "/cfg");
-  const Result flag = fracsim("run -m configs/tiny.yaml -w " + kWorkload +
-                              " --mode functional --out " + d + "/flag --backend model");
+  const CliResult cfg = run_fracsim("run -m " + d + "/tiny-rtl.yaml -w " + kWorkload +
+                                    " --mode functional --out " + d + "/cfg");
+  const CliResult flag = run_fracsim("run -m configs/tiny.yaml -w " + kWorkload +
+                                     " --mode functional --out " + d + "/flag --backend model");
   INFO(cfg.out);
   CHECK(cfg.code == 0);
   CHECK(cycles_line(cfg.out) == cycles_line(flag.out));
   CHECK(has(slurp(d + "/cfg/stats.json"), "\"backend\": \"rtl\""));
 
-  Result r = fracsim("run -m configs/tiny.yaml -w " + kWorkload + " --backend verilog");
+  CliResult r = run_fracsim("run -m configs/tiny.yaml -w " + kWorkload + " --backend verilog");
   CHECK(r.code == 2);
   CHECK(has(r.out, "error: fracsim run: --backend: expected model or rtl, got 'verilog'"));
 
@@ -257,7 +239,8 @@ TEST_CASE("backend: rtl in a config and bad backends") {
   REQUIRE(has(odd, mat));
   odd.replace(odd.find(mat), mat.size(), "matrix: {rows: 4, cols: 4, i8: {rows: 8}}");
   std::ofstream(d + "/odd.yaml") << odd;
-  r = fracsim("run -m " + d + "/odd.yaml -w " + kWorkload + " --backend rtl --out " + d + "/odd");
+  r = run_fracsim("run -m " + d + "/odd.yaml -w " + kWorkload + " --backend rtl --out " + d +
+                  "/odd");
   CHECK(r.code == 2);
   CHECK(has(r.out,
             "error: backend rtl: no 8x4 matrix unit (for i8) in this build (built: 4x4, "
@@ -268,8 +251,8 @@ TEST_CASE("backend: rtl in a config and bad backends") {
   REQUIRE(has(lanes16, vec));
   lanes16.replace(lanes16.find(vec), vec.size(), "vector: {lanes: 16}");
   std::ofstream(d + "/lanes16.yaml") << lanes16;
-  r = fracsim("run -m " + d + "/lanes16.yaml -w tests/rtl/int_vector.fasm --backend rtl --out " +
-              d + "/l16");
+  r = run_fracsim("run -m " + d +
+                  "/lanes16.yaml -w tests/rtl/int_vector.fasm --backend rtl --out " + d + "/l16");
   CHECK(r.code == 2);
   CHECK(has(r.out,
             "error: backend rtl: no 16-lane vector unit in this build (built: 8, 32; add the lane "

@@ -1,0 +1,43 @@
+// Running the fracsim binary from a test: exit code and output, and fresh temporary folders.
+#pragma once
+
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace fracsim::testing {
+
+struct CliResult {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+// Runs `fracsim ARGS` in the source folder (ARGS may continue with a shell pipeline).
+inline CliResult run_fracsim(const std::string& args) {
+  CliResult r;
+  const std::string cmd =
+      std::string("cd '") + FRACSIM_SOURCE_DIR + "' && '" + FRACSIM_BINARY + "' " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// A new empty folder under the system's temporary folder, named after `prefix`.
+inline std::string temp_dir(const std::string& prefix) {
+  static int counter = 0;
+  auto d = std::filesystem::temp_directory_path() /
+           (prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  std::filesystem::create_directories(d);
+  return d.string();
+}
+
+}  // namespace fracsim::testing
