@@ -2,6 +2,8 @@
 // their action counts and the table.
 #include <doctest/doctest.h>
 
+#include "tests/common/machine_text.h"
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -17,27 +19,9 @@
 namespace fracsim::sim {
 namespace {
 
-// A machine of 2 clusters x 2 cores with an inline table; the error tests change one line.
-// Line numbers matter: see the margin.
-const std::string kMachine =
-    "machine: m\n"                                           //  1
-    "root:\n"                                                //  2
-    "  clock: 1 GHz\n"                                       //  3
-    "  lfu_throughput: 16\n"                                 //  4
-    "  memory: {capacity: 64 MiB, bandwidth: 32 GB/s}\n"     //  5
-    "levels:\n"                                              //  6
-    "  - name: cluster\n"                                    //  7
-    "    fanout: 2\n"                                        //  8
-    "    lfu_throughput: 8\n"                                //  9
-    "    memory: {capacity: 256 KiB, bandwidth: 64 GB/s}\n"  // 10
-    "    link: {bandwidth: 32 GB/s, latency: 20 ns}\n"       // 11
-    "  - name: core\n"                                       // 12
-    "    fanout: 2\n"                                        // 13
-    "    memory: {capacity: 64 KiB, bandwidth: 64 GB/s}\n"   // 14
-    "    link: {bandwidth: 16 GB/s}\n"                       // 15
-    "    leaf:\n"                                            // 16
-    "      matrix: {rows: 4, cols: 4}\n"                     // 17
-    "      vector: {lanes: 8}\n";                            // 18
+// A machine of 2 clusters x 2 cores with an inline table (lines 19 on); the error tests change
+// one line. Line numbers matter: see the margin.
+const std::string& kMachine = testing::kTwoLevelMachine;  // lines 1 to 18
 const std::string kTable =
     "energy:\n"                                                            // 19
     "  mac: {f32: 4 pJ, i16: 2 pJ, i8: 1 pJ}\n"                            // 20
@@ -57,20 +41,11 @@ const std::string kTable =
     "      leakage: {memory: 5 uW, logic: 6 mW}\n";                        // 34
 
 std::string with(const std::string& from, const std::string& to) {
-  std::string text = kMachine + kTable;
-  size_t at = text.find(from);
-  REQUIRE_MESSAGE(at != std::string::npos, "not found: " << from);
-  REQUIRE_MESSAGE(text.find(from, at + 1) == std::string::npos, "found twice: " << from);
-  return text.replace(at, from.size(), to);
+  return testing::replaced(kMachine + kTable, from, to);
 }
 
 std::string error_of(const std::string& text, const std::string& file = "bad.yaml") {
-  try {
-    parse_machine_spec(text, file);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return testing::machine_error_of(text, file);
 }
 
 std::string error_of_file(const std::string& path) {

@@ -2,6 +2,8 @@
 // gives its exact message (file, line, key).
 #include <doctest/doctest.h>
 
+#include "tests/common/machine_text.h"
+
 #include <string>
 
 #include "isa/error.h"
@@ -12,48 +14,15 @@ namespace {
 
 const std::string kConfigs = std::string(FRACSIM_SOURCE_DIR) + "/configs/";
 
-// A valid machine; each error test changes one thing in it. Line numbers matter: see the margin.
-const std::string kBase =
-    "machine: m\n"                                           //  1
-    "root:\n"                                                //  2
-    "  clock: 1 GHz\n"                                       //  3
-    "  lfu_throughput: 16\n"                                 //  4
-    "  memory: {capacity: 64 MiB, bandwidth: 32 GB/s}\n"     //  5
-    "levels:\n"                                              //  6
-    "  - name: cluster\n"                                    //  7
-    "    fanout: 2\n"                                        //  8
-    "    lfu_throughput: 8\n"                                //  9
-    "    memory: {capacity: 256 KiB, bandwidth: 64 GB/s}\n"  // 10
-    "    link: {bandwidth: 32 GB/s, latency: 20 ns}\n"       // 11
-    "  - name: core\n"                                       // 12
-    "    fanout: 2\n"                                        // 13
-    "    memory: {capacity: 64 KiB, bandwidth: 64 GB/s}\n"   // 14
-    "    link: {bandwidth: 16 GB/s}\n"                       // 15
-    "    leaf:\n"                                            // 16
-    "      matrix: {rows: 4, cols: 4}\n"                     // 17
-    "      vector: {lanes: 8}\n";                            // 18
-
-// `text` with the one occurrence of `from` replaced by `to`.
-std::string replaced(std::string text, const std::string& from, const std::string& to) {
-  size_t at = text.find(from);
-  REQUIRE_MESSAGE(at != std::string::npos, "not found: " << from);
-  REQUIRE_MESSAGE(text.find(from, at + 1) == std::string::npos, "found twice: " << from);
-  return text.replace(at, from.size(), to);
-}
+// A valid machine; each error test changes one thing in it.
+const std::string& kBase = testing::kTwoLevelMachine;
+using testing::replaced;
 
 std::string with(const std::string& from, const std::string& to) {
   return replaced(kBase, from, to);
 }
 
-// The message of the ConfigError that parsing `text` as "bad.yaml" throws, or "(no error)".
-std::string error_of(const std::string& text) {
-  try {
-    parse_machine_spec(text, "bad.yaml");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+std::string error_of(const std::string& text) { return testing::machine_error_of(text); }
 
 TEST_CASE("configs/tiny.yaml loads with its exact values") {
   MachineSpec m = load_machine_spec(kConfigs + "tiny.yaml");
