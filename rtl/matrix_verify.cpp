@@ -266,31 +266,19 @@ MatrixVerifyReport verify_matrix_unit(const MatrixUnitFactory& make_unit,
     Image rtl = ref;
     isa::execute_reference(op, ref.instr, isa::MemoryView{ref.bytes.data(), ref.bytes.size()});
     isa::MemoryView mem{rtl.bytes.data(), rtl.bytes.size()};
-    const auto t0 = std::chrono::steady_clock::now();
-    const MatmulResult r = bridge.run_instruction(op, rtl.instr, &mem, v.ready);
-    rep.rtl_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    rep.rtl_cycles += r.cycles;
-    rep.stall_cycles += r.stall_cycles;
-    if (!v.ready.empty()) ++rep.stalled_vectors;
+    const MatmulResult r = timed_run(rep, !v.ready.empty(), [&] {
+      return bridge.run_instruction(op, rtl.instr, &mem, v.ready);
+    });
     const uint64_t expected_cycles = sim::unit_cycles(op, ref.instr, params) + r.stall_cycles;
     const std::vector<int32_t> expected = read_out(ref), seen = read_out(rtl);
-    std::string what;
-    if (expected != seen) what = "results";
-    if (r.cycles != expected_cycles) what += what.empty() ? "cycles" : " and cycles";
+    const std::string what = mismatch_kind(expected, seen, expected_cycles, r.cycles);
     if (what.empty()) return true;
     print_mismatch(out, v, R, C, expected, seen, expected_cycles, r, what);
     rep.passed = false;
     return false;
   };
 
-  for (const MatrixVector& v : source.directed()) {
-    ++rep.directed;
-    if (!check(v)) return rep;
-  }
-  for (int64_t i = 0; i < options.vectors; ++i) {
-    ++rep.random;
-    if (!check(source.random(i))) return rep;
-  }
+  run_vectors(source, options.vectors, rep, check);
   return rep;
 }
 

@@ -8,6 +8,7 @@
 #include <ostream>
 
 #include "rtl/matrix_unit_port.h"
+#include "rtl/verify_loop.h"
 
 namespace fracsim::rtl {
 
@@ -16,15 +17,7 @@ struct MatrixVerifyOptions {
   uint64_t seed = 1;
 };
 
-struct MatrixVerifyReport {
-  bool passed = true;
-  int64_t directed = 0;         // directed vectors run
-  int64_t random = 0;           // random vectors run
-  int64_t stalled_vectors = 0;  // vectors run with back-pressure on the result stream
-  uint64_t rtl_cycles = 0;      // clock cycles simulated
-  uint64_t stall_cycles = 0;    // of which the result stream was held back
-  double rtl_seconds = 0;       // host time spent in the RTL
-};
+using MatrixVerifyReport = UnitVerifyReport;
 
 // Runs the vectors on one unit made by `make_unit` (one Verilated model, reset before each
 // vector). Prints one line per mismatch-free run at the end; on the first mismatch prints the

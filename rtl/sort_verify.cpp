@@ -197,17 +197,12 @@ SortVerifyReport verify_sort_unit(const SortUnitFactory& make_unit,
     Image rtl = ref;
     isa::execute_reference(op, ref.instr, isa::MemoryView{ref.bytes.data(), ref.bytes.size()});
     isa::MemoryView mem{rtl.bytes.data(), rtl.bytes.size()};
-    const auto t0 = std::chrono::steady_clock::now();
-    const MergeResult r = bridge.run_instruction(op, rtl.instr, &mem, v.ready);
-    rep.rtl_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    rep.rtl_cycles += r.cycles;
-    rep.stall_cycles += r.stall_cycles;
-    if (!v.ready.empty()) ++rep.stalled_vectors;
+    const MergeResult r = timed_run(rep, !v.ready.empty(), [&] {
+      return bridge.run_instruction(op, rtl.instr, &mem, v.ready);
+    });
     const uint64_t expected_cycles = sim::unit_cycles(op, ref.instr, params) + r.stall_cycles;
     const std::vector<int32_t> expected = read_out(ref), seen = read_out(rtl);
-    std::string what;
-    if (expected != seen) what = "results";
-    if (r.cycles != expected_cycles) what += what.empty() ? "cycles" : " and cycles";
+    const std::string what = mismatch_kind(expected, seen, expected_cycles, r.cycles);
     if (what.empty()) return true;
     rep.passed = false;
     fmt::print(out, "MISMATCH ({}) in vector '{}' on the width-{} sort unit\n", what, v.name, W);
@@ -217,29 +212,14 @@ SortVerifyReport verify_sort_unit(const SortUnitFactory& make_unit,
                show(v.data, v.N), show(expected, v.N), show(seen, v.N));
     fmt::print(out, "  cycles: expected {} (formula) + {} stalled = {}, seen {}\n",
                expected_cycles - r.stall_cycles, r.stall_cycles, expected_cycles, r.cycles);
-    if (!options.wave.empty()) {
-      std::unique_ptr<SortUnitPort> traced = make_traced ? make_traced() : nullptr;
-      if (traced && traced->trace_to(options.wave)) {
-        SortBridge tb(std::move(traced));
-        Image again = build_image(op, v);
-        isa::MemoryView m2{again.bytes.data(), again.bytes.size()};
-        tb.run_instruction(op, again.instr, &m2, v.ready);
-        rep.wave_written = true;
-        fmt::print(out, "  wave of this vector: {}\n", options.wave);
-      } else {
-        fmt::print(out, "  no wave: this unit has no traced build\n");
-      }
-    }
+    write_wave<SortBridge>(make_traced, options.wave, rep, out, [&](SortBridge& tb) {
+      Image again = build_image(op, v);
+      isa::MemoryView m2{again.bytes.data(), again.bytes.size()};
+      tb.run_instruction(op, again.instr, &m2, v.ready);
+    });
     return false;
   };
-  for (const MergeCase& v : source.directed()) {
-    ++rep.directed;
-    if (!check(v)) return rep;
-  }
-  for (int64_t i = 0; i < options.vectors; ++i) {
-    ++rep.random;
-    if (!check(source.random(i))) return rep;
-  }
+  run_vectors(source, options.vectors, rep, check);
   return rep;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "rtl/sort_unit_port.h"
+#include "rtl/verify_loop.h"
 
 namespace fracsim::rtl {
 
@@ -17,16 +18,7 @@ struct SortVerifyOptions {
   std::string wave;  // when set, a VCD of the first failing vector
 };
 
-struct SortVerifyReport {
-  bool passed = true;
-  int64_t directed = 0;
-  int64_t random = 0;
-  int64_t stalled_vectors = 0;
-  uint64_t rtl_cycles = 0;
-  uint64_t stall_cycles = 0;
-  double rtl_seconds = 0;
-  bool wave_written = false;
-};
+using SortVerifyReport = UnitVerifyReport;
 
 SortVerifyReport verify_sort_unit(const SortUnitFactory& make_unit,
                                   const SortUnitFactory& make_traced,

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "rtl/vector_unit_port.h"
+#include "rtl/verify_loop.h"
 
 namespace fracsim::rtl {
 
@@ -19,16 +20,7 @@ struct VectorVerifyOptions {
   std::string wave;  // when set, a VCD of the first failing vector is written here
 };
 
-struct VectorVerifyReport {
-  bool passed = true;
-  int64_t directed = 0;
-  int64_t random = 0;
-  int64_t stalled_vectors = 0;  // vectors run with back-pressure on the result stream
-  uint64_t rtl_cycles = 0;
-  uint64_t stall_cycles = 0;
-  double rtl_seconds = 0;
-  bool wave_written = false;
-};
+using VectorVerifyReport = UnitVerifyReport;
 
 // Runs the vectors on one unit made by `make_unit` (reset before each vector). On the first
 // mismatch prints the vector's inputs, the expected and the seen values, reruns it on a unit
