@@ -351,6 +351,10 @@ void OpTable::add_yaml(const std::string& text, const std::string& file) {
       throw fail("dims", fmt::format("'{}' is a parameter of the {} unit and cannot name a dim or "
                                      "attribute",
                                      p, op.unit));
+  for (OperandDef& o : op.operands) {
+    o.dim_ids.clear();
+    for (const std::string& d : o.dims) o.dim_ids.push_back(op.dim_index(d));
+  }
   ops_.push_back(std::move(op));
 }
 

@@ -64,6 +64,7 @@ struct OperandDef {
   OperandRole role = OperandRole::in;
   std::vector<std::string> dims;
   std::string read_if;  // out operands: bool attribute under which the old value is read too
+  std::vector<int> dim_ids;  // dims[a] as an index into OpDef::dims (set when the op is added)
 };
 
 // Attribute values are stored as int64: bool 0/1, an enum's index, or a real's IEEE double bits.

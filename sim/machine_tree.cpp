@@ -1,5 +1,7 @@
 #include "sim/machine_tree.h"
 
+#include <algorithm>
+
 namespace fracsim::sim {
 
 MachineTree::MachineTree(const MachineSpec& spec) {
@@ -31,6 +33,109 @@ MachineTree::MachineTree(const MachineSpec& spec) {
       state_[begin_[t] + j].tpt = TensorPermutationTable(ls.memory.capacity);
     }
   }
+  // All nodes start alike: below the root, along the first child of each level, the other
+  // children mirror the first (everything under a mirroring node is read through it).
+  mirror_.assign(reports_.size(), kNone);
+  mirrored_by_.resize(reports_.size());
+  for (size_t p = 0; tier(p) + 1 < tiers; p = child(p, 0))
+    for (int i = 1; i < fanout(p); ++i) set_mirror(child(p, i), child(p, 0));
+}
+
+void MachineTree::set_mirror(size_t id, size_t target) {
+  clear_mirror(id);
+  mirror_[id] = target;
+  mirrored_by_[target].push_back(id);
+}
+
+void MachineTree::clear_mirror(size_t id) {
+  if (mirror_[id] == kNone) return;
+  std::vector<size_t>& by = mirrored_by_[mirror_[id]];
+  by.erase(std::find(by.begin(), by.end(), id));
+  mirror_[id] = kNone;
+}
+
+void MachineTree::materialize(size_t id) {
+  const size_t t = mirror_[id];
+  if (t == kNone) return;
+  clear_mirror(id);
+  reports_[id].stats = reports_[t].stats;
+  state_[id].below_digest = state_[t].below_digest;
+  for (int i = 0; i < fanout(id); ++i) {
+    const size_t c = child(id, i), tc = child(t, i);
+    state_[c].tpt = state_[tc].tpt;  // shares the entries until one side changes
+    set_mirror(c, mirror_[tc] == kNone ? tc : mirror_[tc]);
+  }
+}
+
+template <typename Keep>
+void MachineTree::detach_mirrors_of(size_t id, Keep&& keep) {
+  const std::vector<size_t> by = mirrored_by_[id];
+  for (size_t x : by)
+    if (!keep(x)) materialize(x);
+}
+
+template <typename F>
+void MachineTree::for_subtree(size_t id, F&& f) {
+  const size_t t0 = tier(id);
+  size_t width = 1;
+  for (size_t t = t0; t < fanout_.size(); width *= static_cast<size_t>(fanout_[t]), ++t) {
+    const size_t from = begin_[t] + (id - begin_[t0]) * width;
+    for (size_t k = 0; k < width; ++k) f(from + k);
+  }
+}
+
+void MachineTree::fold(FoldRound& round) {
+  const size_t n = round.reps.size();
+  auto source = [&](size_t id) { return mirror_[id] == kNone ? id : mirror_[id]; };
+  // The histories, before any rep is made concrete.
+  std::vector<size_t> rep_source(n);
+  std::vector<std::vector<size_t>> member_source(n);
+  for (size_t k = 0; k < n; ++k) {
+    rep_source[k] = source(round.reps[k]);
+    for (size_t m : round.members[k]) member_source[k].push_back(source(m));
+  }
+  for (size_t rep : round.reps) materialize(rep);
+  std::vector<std::vector<size_t>> followers(n);
+  round.own_history.clear();
+  for (size_t k = 0; k < n; ++k) {
+    const size_t rep = round.reps[k];
+    for (size_t j = 0; j < round.members[k].size(); ++j) {
+      const size_t m = round.members[k][j];
+      if (m == rep) continue;
+      if (mirror_[m] != kNone && member_source[k][j] == rep_source[k]) {
+        if (mirror_[m] != rep) set_mirror(m, rep);
+        followers[k].push_back(m);
+      } else {
+        round.own_history.emplace_back(rep, m);
+      }
+    }
+  }
+  for (size_t k = 0; k < n; ++k)
+    detach_mirrors_of(round.reps[k], [&](size_t x) {
+      return std::find(followers[k].begin(), followers[k].end(), x) != followers[k].end();
+    });
+  for (const auto& [rep, m] : round.own_history) {
+    for_subtree(m, [&](size_t y) {
+      materialize(y);
+      detach_mirrors_of(y, [](size_t) { return false; });
+    });
+    for_subtree(rep, [&](size_t y) { materialize(y); });
+    subtract_subtree_stats(rep, m);
+  }
+}
+
+void MachineTree::unfold(const FoldRound& round) {
+  for (const auto& [rep, m] : round.own_history) {
+    for_subtree(rep, [&](size_t y) { materialize(y); });
+    for_subtree(m, [&](size_t y) { detach_mirrors_of(y, [](size_t) { return false; }); });
+    add_subtree_stats(rep, m);
+    copy_state_below(rep, m);
+  }
+}
+
+std::vector<NodeReport> MachineTree::take_reports() {
+  for (size_t id = 0; id < reports_.size(); ++id) materialize(id);  // parents first
+  return std::move(reports_);
 }
 
 size_t MachineTree::preorder(size_t id) const {
@@ -81,7 +186,7 @@ void MachineTree::update_below_digest(size_t id) {
   for (int i = 0; i < fanout(id); ++i) {
     const State& c = state_[child(id, i)];
     mix(c.tpt.digest());
-    mix(c.below_digest);
+    mix(below_digest(child(id, i)));
   }
   state_[id].below_digest = h;
 }

@@ -29,12 +29,15 @@ class MachineTree {
   size_t size() const { return reports_.size(); }
   const std::string& path(size_t id) const { return reports_[id].path; }  // "root.cluster0"
   int level(size_t id) const { return reports_[id].level; }               // -1 for the root
+  // Counters of a concrete node (one a Node is playing, or any node after take_reports).
   NodeStats& stats(size_t id) { return reports_[id].stats; }
   // Keyed by views in the parent's memory (unused at the root).
   TensorPermutationTable& tpt(size_t id) { return state_[id].tpt; }
   // Digest of the permutation tables of every node below (as of its last instruction): two
   // nodes with equal digests have children that behave alike.
-  uint64_t below_digest(size_t id) const { return state_[id].below_digest; }
+  uint64_t below_digest(size_t id) const {
+    return state_[mirror_[id] == kNone ? id : mirror_[id]].below_digest;
+  }
 
   int fanout(size_t id) const { return fanout_[tier(id)]; }
   size_t child(size_t id, int i) const {
@@ -45,17 +48,30 @@ class MachineTree {
   // tracks keep that numbering.
   size_t preorder(size_t id) const;
 
-  // Folding: `member` stands in for nothing while `rep` runs for both. Before the run,
-  // subtract rep's counters from member's whole subtree; after it, add them back (the net is
-  // what rep's subtree did meanwhile) and copy the state below rep to below member.
-  void subtract_subtree_stats(size_t rep, size_t member);
-  void add_subtree_stats(size_t rep, size_t member);
-  void copy_state_below(size_t rep, size_t member);
-  // Recomputes node `id`'s below_digest from its children.
+  // Folding. A node may *mirror* another node of its level: its counters, its below_digest and
+  // everything below it (counters, tables) are then those of the mirrored node, read through
+  // it, and nothing is copied until the two diverge. Congruent children that received the same
+  // instructions so far mirror one simulated sibling, so a fold costs a few pointer moves
+  // rather than a walk over the subtrees (4096 leaves: 5461 nodes, most never simulated). A
+  // node's own permutation table is never mirrored (its keys are its own parent's addresses).
+  //
+  // Before the children of one node run a round of classes (`reps[k]` simulated for the
+  // `members[k]`, reps[k] among them), fold() makes each rep concrete, lets the members that
+  // mirror the same history as their rep follow it, and detaches every other node that mirrors
+  // a node about to change. Members with a history of their own are subtracted now and, after
+  // the round, unfold() adds what their rep's subtree did and copies the state below it.
+  struct FoldRound {
+    std::vector<size_t> reps;
+    std::vector<std::vector<size_t>> members;
+    std::vector<std::pair<size_t, size_t>> own_history;  // (rep, member) pairs done by copying
+  };
+  void fold(FoldRound& round);
+  void unfold(const FoldRound& round);
+  // Recomputes node `id`'s below_digest from its children (a concrete node).
   void update_below_digest(size_t id);
 
   // The per-node reports, the root first, then level by level; the tree is spent.
-  std::vector<NodeReport> take_reports() { return std::move(reports_); }
+  std::vector<NodeReport> take_reports();
 
  private:
   struct State {
@@ -68,9 +84,29 @@ class MachineTree {
   // `member` (two nodes of one level), from `first_tier` levels below them down.
   template <typename F>
   void for_subtree_pairs(size_t rep, size_t member, size_t first_tier, F&& f);
+  // Applies f(id) to `id` and every node below it, level by level.
+  template <typename F>
+  void for_subtree(size_t id, F&& f);
+  void subtract_subtree_stats(size_t rep, size_t member);
+  void add_subtree_stats(size_t rep, size_t member);
+  void copy_state_below(size_t rep, size_t member);
+
+  static constexpr size_t kNone = ~size_t{0};
+  // Makes `id` concrete: copies what it mirrors and lets its children mirror the mirrored
+  // node's children (or what those mirror). Its parent must be concrete.
+  void materialize(size_t id);
+  // Makes every node that mirrors `id` concrete, except those `keep` accepts.
+  template <typename Keep>
+  void detach_mirrors_of(size_t id, Keep&& keep);
+  void set_mirror(size_t id, size_t target);
+  void clear_mirror(size_t id);
 
   std::vector<NodeReport> reports_;
   std::vector<State> state_;
+  // mirror_[id]: the node whose data `id` reads (kNone: its own). Only nodes whose parent is
+  // concrete mirror, and only concrete nodes are mirrored.
+  std::vector<size_t> mirror_;
+  std::vector<std::vector<size_t>> mirrored_by_;  // [id]: the nodes mirroring id
   std::vector<int> fanout_;      // [tier]: children of a node of that tier (0 at the leaves)
   std::vector<size_t> begin_;    // [tier]: its first id; [tiers]: size()
   std::vector<size_t> subtree_;  // [tier]: nodes in a subtree rooted at that tier

@@ -6,7 +6,8 @@
 // behave identically to the cycle: they decompose alike, their transfers start and end at the
 // same times, and they share the parent memory's bandwidth equally. Such a class is simulated
 // once, by one simulated child standing for all of them (its transfers count `copies` times
-// against the parent memory); the others' counters and state below are then copied from it.
+// against the parent memory); the others follow it (MachineTree::fold: they mirror it, or,
+// with a history of their own, get its counters and state below copied).
 // Each child's own permutation table (keyed by addresses in this node's memory, which differ
 // between members) is kept for every child individually: placing and invalidating are cheap
 // table operations, not simulation.
@@ -122,14 +123,18 @@ void Node::dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& i
     for (const ChildClass& k : classes) runners.push_back(children_[k.members[0]]);
   }
 
+  MachineTree::FoldRound round;
+  for (const ChildClass& k : classes) {
+    round.reps.push_back(child[k.members[0]]);
+    round.members.emplace_back();
+    for (int m : k.members) round.members.back().push_back(child[m]);
+  }
+  tree.fold(round);
   children_done_.remaining = static_cast<int64_t>(classes.size());
   for (size_t c = 0; c < classes.size(); ++c) {
     ChildClass& k = classes[c];
-    const size_t rep = child[k.members[0]];
-    for (size_t m = 1; m < k.members.size(); ++m)
-      tree.subtract_subtree_stats(rep, child[k.members[m]]);
-    runners[c]->submit(Job{instrs[k.members[0]], k.plan, k.layout, rep, k.members.size(),
-                           &children_done_, ctx_.fold ? port_ : 0});
+    runners[c]->submit(Job{instrs[k.members[0]], k.plan, k.layout, round.reps[c],
+                           k.members.size(), &children_done_, ctx_.fold ? port_ : 0});
   }
   while (children_done_.remaining > 0) wait(children_done_.done);
   if (ctx_.fold) {
@@ -137,13 +142,7 @@ void Node::dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& i
     pool.insert(pool.end(), runners.begin(), runners.end());
     std::sort(pool.begin(), pool.end(), [](Node* a, Node* b) { return a->port() < b->port(); });
   }
-  for (const ChildClass& k : classes) {
-    const size_t rep = child[k.members[0]];
-    for (size_t m = 1; m < k.members.size(); ++m) {
-      tree.add_subtree_stats(rep, child[k.members[m]]);
-      tree.copy_state_below(rep, child[k.members[m]]);
-    }
-  }
+  tree.unfold(round);
 }
 
 }  // namespace fracsim::sim

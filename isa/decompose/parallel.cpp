@@ -19,7 +19,7 @@ int64_t piece_bytes(const OpDef& op, const Instruction& instr, const std::vector
     int64_t n = 1;
     const TensorRef& t = instr.operands[o];
     for (size_t a = 0; a < op.operands[o].dims.size(); ++a)
-      if (t.strides[a] != 0) n *= len[op.dim_index(op.operands[o].dims[a])];
+      if (t.strides[a] != 0) n *= len[op.operands[o].dim_ids[a]];
     total += n * dtype_size(t.dtype);
   }
   return total;

@@ -10,7 +10,7 @@ std::vector<int64_t> dim_extents(const OpDef& op, const Instruction& instr) {
   std::vector<int64_t> ext(op.dims.size(), 0);
   for (size_t o = 0; o < op.operands.size(); ++o)
     for (size_t a = 0; a < op.operands[o].dims.size(); ++a)
-      ext[op.dim_index(op.operands[o].dims[a])] = instr.operands[o].shape[a];
+      ext[op.operands[o].dim_ids[a]] = instr.operands[o].shape[a];
   return ext;
 }
 
@@ -48,7 +48,7 @@ Instruction slice_instruction(const OpDef& op, const Instruction& instr, const P
   }
   for (size_t o = 0; o < op.operands.size(); ++o)
     for (size_t a = 0; a < op.operands[o].dims.size(); ++a) {
-      int d = op.dim_index(op.operands[o].dims[a]);
+      const int d = op.operands[o].dim_ids[a];
       out.operands[o] = out.operands[o].slice(static_cast<int>(a), r.begin[d], r.len[d]);
     }
   for (size_t d = 0; d < op.dims.size(); ++d) {
