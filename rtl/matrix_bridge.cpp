@@ -19,7 +19,76 @@ T load(const isa::MemoryView& mem, const isa::TensorRef& t, int64_t off) {
   return v;
 }
 
+// Stores the job's results into the instruction's out (i32): `each(put)` calls put(element
+// offset, value) once per element; under `accumulate` the old value is added, wrapping.
+template <typename Each>
+void store_out(const isa::OpDef& op, const isa::Instruction& instr, isa::MemoryView& mem,
+               Each&& each) {
+  const isa::TensorRef& out = instr.operands.back();
+  const int acc_attr = op.attr_index("accumulate");
+  const bool accumulate = acc_attr >= 0 && instr.attrs.at(static_cast<size_t>(acc_attr)) != 0;
+  each([&](int64_t o, int32_t value) {
+    uint8_t* p = mem.data + out.address + o * 4;
+    auto v = static_cast<uint32_t>(value);
+    if (accumulate) {
+      uint32_t old;
+      std::memcpy(&old, p, 4);
+      v += old;
+    }
+    std::memcpy(p, &v, 4);
+  });
+}
+
+bool is_conv(const isa::OpDef& op) {
+  return op.name == "conv1d" || op.name == "conv2d" || op.name == "conv3d";
+}
+
+// One spatial axis of a conv instruction: tap k of output o reads input o*stride - pad +
+// k*dilation, a zero when that falls outside [0, in).
+struct ConvAxis {
+  int64_t in = 1, out = 1, kernel = 1, stride = 1, dilation = 1, pad = 0;
+  int64_t in_stride = 0, out_stride = 0, w_stride = 0;
+};
+
+// The spatial axes of a conv1d/2d/3d instruction, outermost first: operand dims 3.. of in, w
+// and out, and the attributes stride_<a>, dilation_<a>, pad_<a>0 of axis a (d, h, w).
+std::vector<ConvAxis> conv_axes(const isa::OpDef& op, const isa::Instruction& instr) {
+  const isa::TensorRef &x = instr.operands.at(0), &w = instr.operands.at(1),
+                       &out = instr.operands.at(2);
+  const size_t n = x.shape.size() - 3;
+  FRACSIM_ASSERT(n >= 1 && n <= 3 && w.shape.size() == n + 3 && out.shape.size() == n + 3,
+                 "{}: operands of ranks {}, {}, {}", op.name, x.shape.size(), w.shape.size(),
+                 out.shape.size());
+  const char* names = &"dhw"[3 - n];
+  auto attr = [&](const std::string& name) {
+    const int i = op.attr_index(name);
+    FRACSIM_ASSERT(i >= 0, "{} has no attribute {}", op.name, name);
+    return instr.attrs.at(static_cast<size_t>(i));
+  };
+  std::vector<ConvAxis> axes(n);
+  for (size_t a = 0; a < n; ++a) {
+    const std::string s(1, names[a]);
+    ConvAxis& ax = axes[a];
+    ax.in = x.shape[3 + a];
+    ax.in_stride = x.strides[3 + a];
+    ax.kernel = w.shape[3 + a];
+    ax.w_stride = w.strides[3 + a];
+    ax.out = out.shape[3 + a];
+    ax.out_stride = out.strides[3 + a];
+    ax.stride = attr("stride_" + s);
+    ax.dilation = attr("dilation_" + s);
+    ax.pad = attr("pad_" + s + "0");
+  }
+  return axes;
+}
+
 }  // namespace
+
+bool matrix_unit_runs(const isa::OpDef& op, const isa::Instruction& instr) {
+  if ((op.name != "matmul" && !is_conv(op)) || instr.operands.empty()) return false;
+  const isa::DType dt = instr.operands[0].dtype;
+  return dt == isa::DType::i8 || dt == isa::DType::i16;
+}
 
 MatrixBridge::MatrixBridge(std::unique_ptr<MatrixUnitPort> unit) : unit_(std::move(unit)) {
   FRACSIM_ASSERT(unit_ != nullptr, "matrix bridge without a unit");
@@ -140,24 +209,108 @@ MatmulResult MatrixBridge::run_instruction(const isa::OpDef& op, const isa::Inst
   job.a = av.data();
   job.b = bv.data();
   MatmulResult res = run(job);
-  if (mem) {
-    const int acc_attr = op.attr_index("accumulate");
-    const bool accumulate = acc_attr >= 0 && instr.attrs.at(static_cast<size_t>(acc_attr)) != 0;
-    for (int64_t bb = 0; bb < job.B; ++bb)
-      for (int64_t m = 0; m < job.M; ++m)
-        for (int64_t n = 0; n < job.N; ++n) {
-          const int64_t o = bb * out.strides[0] + m * out.strides[1] + n * out.strides[2];
-          uint8_t* p = mem->data + out.address + o * 4;
-          uint32_t v =
-              static_cast<uint32_t>(res.out[static_cast<size_t>((bb * job.M + m) * job.N + n)]);
-          if (accumulate) {
-            uint32_t old;
-            std::memcpy(&old, p, 4);
-            v += old;
-          }
-          std::memcpy(p, &v, 4);
-        }
+  if (mem)
+    store_out(op, instr, *mem, [&](auto&& put) {
+      for (int64_t bb = 0; bb < job.B; ++bb)
+        for (int64_t m = 0; m < job.M; ++m)
+          for (int64_t n = 0; n < job.N; ++n)
+            put(bb * out.strides[0] + m * out.strides[1] + n * out.strides[2],
+                res.out[static_cast<size_t>((bb * job.M + m) * job.N + n)]);
+    });
+  return res;
+}
+
+MatmulResult MatrixBridge::run_conv_instruction(const isa::OpDef& op, const isa::Instruction& instr,
+                                                isa::MemoryView* mem,
+                                                std::vector<uint8_t> ready_pattern) {
+  const isa::TensorRef &x = instr.operands.at(0), &w = instr.operands.at(1),
+                       &out = instr.operands.at(2);
+  const isa::DType dt = x.dtype;
+  if (!is_conv(op) || (dt != isa::DType::i8 && dt != isa::DType::i16) ||
+      out.dtype != isa::DType::i32)
+    throw InternalError(fmt::format("matrix unit RTL: {} of {} is not an integer convolution",
+                                    op.name, isa::dtype_name(dt)));
+  const std::vector<ConvAxis> axes = conv_axes(op, instr);
+  const int64_t N = x.shape[0], G = x.shape[1], Ci = x.shape[2], Co = w.shape[1];
+  int64_t pixels = 1, taps = 1;
+  for (const ConvAxis& a : axes) {
+    pixels *= a.out;
+    taps *= a.kernel;
   }
+  MatmulJob job;
+  job.i16 = dt == isa::DType::i16;
+  job.B = G;
+  job.M = N * pixels;
+  job.K = Ci * taps;
+  job.N = Co;
+  job.ready_pattern = std::move(ready_pattern);
+  std::vector<int16_t> av(static_cast<size_t>(job.B * job.M * job.K), 0);
+  std::vector<int16_t> bv(static_cast<size_t>(job.B * job.K * job.N), 0);
+  // Index vectors of a pixel (output position per axis) and a tap (kernel position per axis),
+  // last axis fastest, from their flat numbers.
+  const size_t n_axes = axes.size();
+  auto split = [&](int64_t flat, bool tap, int64_t* idx) {
+    for (size_t a = n_axes; a-- > 0;) {
+      const int64_t extent = tap ? axes[a].kernel : axes[a].out;
+      idx[a] = flat % extent;
+      flat /= extent;
+    }
+  };
+  if (mem && job.B * job.M * job.K * job.N != 0) {
+    auto elem = [&](const isa::TensorRef& t, int64_t off) -> int16_t {
+      return dt == isa::DType::i8 ? int16_t{load<int8_t>(*mem, t, off)}
+                                  : load<int16_t>(*mem, t, off);
+    };
+    int64_t o[3], k[3];
+    for (int64_t g = 0; g < G; ++g) {
+      // a: row (n, pixel), column (ci, tap): the input element the tap reads, 0 in the padding.
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t p = 0; p < pixels; ++p) {
+          split(p, false, o);
+          const int64_t row = (g * job.M + n * pixels + p) * job.K;
+          for (int64_t t = 0; t < taps; ++t) {
+            split(t, true, k);
+            int64_t off = n * x.strides[0] + g * x.strides[1];
+            bool inside = true;
+            for (size_t a = 0; a < n_axes && inside; ++a) {
+              const int64_t i = o[a] * axes[a].stride - axes[a].pad + k[a] * axes[a].dilation;
+              inside = i >= 0 && i < axes[a].in;
+              off += i * axes[a].in_stride;
+            }
+            if (!inside) continue;
+            for (int64_t ci = 0; ci < Ci; ++ci)
+              av[static_cast<size_t>(row + ci * taps + t)] = elem(x, off + ci * x.strides[2]);
+          }
+        }
+      // b: row (ci, tap), column co: the weight.
+      for (int64_t ci = 0; ci < Ci; ++ci)
+        for (int64_t t = 0; t < taps; ++t) {
+          split(t, true, k);
+          int64_t off = g * w.strides[0] + ci * w.strides[2];
+          for (size_t a = 0; a < n_axes; ++a) off += k[a] * axes[a].w_stride;
+          for (int64_t co = 0; co < Co; ++co)
+            bv[static_cast<size_t>((g * job.K + ci * taps + t) * job.N + co)] =
+                elem(w, off + co * w.strides[1]);
+        }
+    }
+  }
+  job.a = av.data();
+  job.b = bv.data();
+  MatmulResult res = run(job);
+  if (mem)
+    store_out(op, instr, *mem, [&](auto&& put) {
+      int64_t o[3];
+      for (int64_t g = 0; g < G; ++g)
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t p = 0; p < pixels; ++p) {
+            split(p, false, o);
+            int64_t off = n * out.strides[0] + g * out.strides[1];
+            for (size_t a = 0; a < n_axes; ++a) off += o[a] * axes[a].out_stride;
+            for (int64_t co = 0; co < Co; ++co)
+              put(off + co * out.strides[2],
+                  res.out[static_cast<size_t>((g * job.M + n * pixels + p) * job.N + co)]);
+          }
+    });
   return res;
 }
 

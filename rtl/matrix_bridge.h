@@ -1,5 +1,6 @@
 // Runs matmul jobs through a Verilated matrix unit, clock by clock: drives the operand beats,
-// honours ready/valid on both streams, collects the result blocks and counts the cycles.
+// honours ready/valid on both streams, collects the result blocks and counts the cycles. Matmul
+// and conv instructions become such jobs (conv as an implicit im2col).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,10 @@ struct MatmulResult {
   uint64_t blocks = 0;        // result beats: B * ceil(M/rows) * ceil(N/cols)
 };
 
+// Whether the rtl backend runs `instr` on the matrix unit: matmul and conv1d/2d/3d with i8 or
+// i16 inputs (i32 out).
+bool matrix_unit_runs(const isa::OpDef& op, const isa::Instruction& instr);
+
 class MatrixBridge {
  public:
   explicit MatrixBridge(std::unique_ptr<MatrixUnitPort> unit);
@@ -51,6 +56,17 @@ class MatrixBridge {
   // store; the cycles do not depend on the data.
   MatmulResult run_instruction(const isa::OpDef& op, const isa::Instruction& instr,
                                isa::MemoryView* mem, std::vector<uint8_t> ready_pattern = {});
+
+  // Runs one conv1d/conv2d/conv3d instruction (i8 or i16 in and w, i32 out) on `mem` as an
+  // implicit im2col: group g is job batch g, output pixel (n, spatial...) job row, (ci, taps...)
+  // job k and output channel job column; a tap in the padding streams a zero. The job takes
+  // G * cdiv(N * pixels, rows) * cdiv(Co, cols) * Ci * taps + rows + cols - 1 cycles, the
+  // conv `cycles` formulas of isa/ops/conv*.yaml. Stores out like run_instruction (accumulate
+  // adds the old value with wrap-around); `mem` null: timing mode.
+  MatmulResult run_conv_instruction(const isa::OpDef& op, const isa::Instruction& instr,
+                                    isa::MemoryView* mem, std::vector<uint8_t> ready_pattern = {});
+
+  MatrixUnitPort& unit() { return *unit_; }
 
  private:
   std::unique_ptr<MatrixUnitPort> unit_;

@@ -38,6 +38,18 @@ class MatrixUnitPort {
   // One cycle: drives `in`, evaluates, samples the handshakes and, when a result beat is taken
   // (out_valid && out_ready), copies its rows()*cols() lanes to `result`; then the clock edge.
   virtual MatrixUnitOutputs cycle(const MatrixUnitInputs& in, int32_t* result) = 0;
+  // Starts writing a waveform (VCD) of every later cycle to `path`; false when this build of the
+  // unit has no tracing.
+  virtual bool trace_to(const std::string& path) {
+    (void)path;
+    return false;
+  }
+  // Writes the coverage counts gathered so far to `path` (a verilator_coverage data file); false
+  // when this build of the unit is not coverage-instrumented.
+  virtual bool write_coverage(const std::string& path) {
+    (void)path;
+    return false;
+  }
 };
 
 using MatrixUnitFactory = std::function<std::unique_ptr<MatrixUnitPort>()>;
@@ -46,5 +58,10 @@ using MatrixUnitFactory = std::function<std::unique_ptr<MatrixUnitPort>()>;
 std::vector<std::string> built_matrix_sizes();
 // The Verilated unit of that size, or null when it was not built.
 std::unique_ptr<MatrixUnitPort> make_matrix_unit(int rows, int cols);
+// The same unit built with --trace (CMake's FRACSIM_RTL_MATRIX_TRACED_SIZES), or null.
+std::unique_ptr<MatrixUnitPort> make_traced_matrix_unit(int rows, int cols);
+// The same unit built with --coverage (rtl/CMakeLists.txt, FRACSIM_RTL_COVERAGE), or null. One
+// coverage-instrumented unit at a time: its points are the context's until it is destroyed.
+std::unique_ptr<MatrixUnitPort> make_covered_matrix_unit(int rows, int cols);
 
 }  // namespace fracsim::rtl

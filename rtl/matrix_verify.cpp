@@ -253,6 +253,7 @@ void print_mismatch(std::ostream& out, const MatrixVector& v, int rows, int cols
 }  // namespace
 
 MatrixVerifyReport verify_matrix_unit(const MatrixUnitFactory& make_unit,
+                                      const MatrixUnitFactory& make_traced,
                                       const MatrixVerifyOptions& options, std::ostream& out) {
   const isa::OpDef& op = isa::OpTable::builtin().get("matmul");
   MatrixBridge bridge(make_unit());
@@ -275,10 +276,17 @@ MatrixVerifyReport verify_matrix_unit(const MatrixUnitFactory& make_unit,
     if (what.empty()) return true;
     print_mismatch(out, v, R, C, expected, seen, expected_cycles, r, what);
     rep.passed = false;
+    write_wave<MatrixBridge>(make_traced, options.wave, rep, out, [&](MatrixBridge& tb) {
+      Image again = build_image(op, v);
+      isa::MemoryView m2{again.bytes.data(), again.bytes.size()};
+      tb.run_instruction(op, again.instr, &m2, v.ready);
+    });
     return false;
   };
 
   run_vectors(source, options.vectors, rep, check);
+  if (!options.coverage.empty())
+    rep.coverage_written = bridge.unit().write_coverage(options.coverage);
   return rep;
 }
 

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -16,12 +17,6 @@
 
 namespace fracsim::rtl {
 namespace {
-
-bool is_integer_matmul(const isa::OpDef& op, const isa::Instruction& instr) {
-  if (op.name != "matmul" || instr.operands.empty()) return false;
-  const isa::DType dt = instr.operands[0].dtype;
-  return dt == isa::DType::i8 || dt == isa::DType::i16;
-}
 
 class RtlLeafUnit : public sim::LeafUnit {
  public:
@@ -54,11 +49,24 @@ class RtlLeafUnit : public sim::LeafUnit {
   }
 
   uint64_t run(const isa::OpDef& op, const isa::Instruction& instr, isa::MemoryView* mem) override {
-    if (vector_unit_runs(op, instr)) return vector_->run_instruction(op, instr, mem).cycles;
-    if (sort_unit_runs(op, instr)) return sort_->run_instruction(op, instr, mem).cycles;
-    if (!is_integer_matmul(op, instr)) return model_->run(op, instr, mem);
-    return bridge_for(instr.operands[0].dtype).run_instruction(op, instr, mem).cycles;
+    last_ = std::nullopt;
+    if (vector_unit_runs(op, instr)) {
+      last_ = sim::Counter::rtl_vector_instructions;
+      return vector_->run_instruction(op, instr, mem).cycles;
+    }
+    if (sort_unit_runs(op, instr)) {
+      last_ = sim::Counter::rtl_sort_instructions;
+      return sort_->run_instruction(op, instr, mem).cycles;
+    }
+    if (!matrix_unit_runs(op, instr)) return model_->run(op, instr, mem);
+    last_ = sim::Counter::rtl_matrix_instructions;
+    MatrixBridge& bridge = bridge_for(instr.operands[0].dtype);
+    return (op.name == "matmul" ? bridge.run_instruction(op, instr, mem)
+                                : bridge.run_conv_instruction(op, instr, mem))
+        .cycles;
   }
+
+  [[nodiscard]] std::optional<sim::Counter> last_rtl_unit() const override { return last_; }
 
  private:
   MatrixBridge& bridge_for(isa::DType dt) {
@@ -82,6 +90,7 @@ class RtlLeafUnit : public sim::LeafUnit {
   std::unique_ptr<SortBridge> sort_;                     // integer merge of 1 or 2 runs
   std::unique_ptr<sim::LeafUnit> model_;                 // every other op
   std::map<std::pair<int, int>, MatrixBridge> bridges_;  // by array size
+  std::optional<sim::Counter> last_;                     // the unit of the last instruction
 };
 
 }  // namespace

@@ -36,6 +36,7 @@ class SortBridge {
  public:
   explicit SortBridge(std::unique_ptr<SortUnitPort> unit);
   [[nodiscard]] int width() const { return unit_->width(); }
+  SortUnitPort& unit() { return *unit_; }
 
   // M * cdiv(N, width) cycles (0 for an empty job), each stall cycle adding one.
   MergeResult run(const MergeJob& job);

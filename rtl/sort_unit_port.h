@@ -41,6 +41,12 @@ class SortUnitPort {
     (void)path;
     return false;
   }
+  // Writes the coverage counts gathered so far to `path` (a verilator_coverage data file); false
+  // when this build of the unit is not coverage-instrumented.
+  virtual bool write_coverage(const std::string& path) {
+    (void)path;
+    return false;
+  }
 };
 
 using SortUnitFactory = std::function<std::unique_ptr<SortUnitPort>()>;
@@ -49,5 +55,8 @@ using SortUnitFactory = std::function<std::unique_ptr<SortUnitPort>()>;
 std::vector<int> built_sort_widths();
 std::unique_ptr<SortUnitPort> make_sort_unit(int width);
 std::unique_ptr<SortUnitPort> make_traced_sort_unit(int width);
+// The same unit built with --coverage (rtl/CMakeLists.txt, FRACSIM_RTL_COVERAGE), or null. One
+// coverage-instrumented unit at a time: its points are the context's until it is destroyed.
+std::unique_ptr<SortUnitPort> make_covered_sort_unit(int width);
 
 }  // namespace fracsim::rtl

@@ -220,6 +220,8 @@ SortVerifyReport verify_sort_unit(const SortUnitFactory& make_unit,
     return false;
   };
   run_vectors(source, options.vectors, rep, check);
+  if (!options.coverage.empty())
+    rep.coverage_written = bridge.unit().write_coverage(options.coverage);
   return rep;
 }
 

@@ -15,7 +15,8 @@ namespace fracsim::rtl {
 struct SortVerifyOptions {
   int64_t vectors = 1000;
   uint64_t seed = 1;
-  std::string wave;  // when set, a VCD of the first failing vector
+  std::string wave;      // when set, a VCD of the first failing vector
+  std::string coverage;  // when set, the unit's coverage counts are written here at the end
 };
 
 using SortVerifyReport = UnitVerifyReport;

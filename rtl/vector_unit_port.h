@@ -62,6 +62,12 @@ class VectorUnitPort {
     (void)path;
     return false;
   }
+  // Writes the coverage counts gathered so far to `path` (a verilator_coverage data file); false
+  // when this build of the unit is not coverage-instrumented.
+  virtual bool write_coverage(const std::string& path) {
+    (void)path;
+    return false;
+  }
 };
 
 using VectorUnitFactory = std::function<std::unique_ptr<VectorUnitPort>()>;
@@ -72,5 +78,8 @@ std::vector<int> built_vector_lanes();
 std::unique_ptr<VectorUnitPort> make_vector_unit(int lanes);
 // The same unit built with --trace (trace_to works), or null when it was not built.
 std::unique_ptr<VectorUnitPort> make_traced_vector_unit(int lanes);
+// The same unit built with --coverage (rtl/CMakeLists.txt, FRACSIM_RTL_COVERAGE), or null. One
+// coverage-instrumented unit at a time: its points are the context's until it is destroyed.
+std::unique_ptr<VectorUnitPort> make_covered_vector_unit(int lanes);
 
 }  // namespace fracsim::rtl

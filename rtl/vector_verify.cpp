@@ -380,6 +380,8 @@ VectorVerifyReport verify_vector_unit(const VectorUnitFactory& make_unit,
   };
 
   run_vectors(source, options.vectors, rep, check);
+  if (!options.coverage.empty())
+    rep.coverage_written = bridge.unit().write_coverage(options.coverage);
   return rep;
 }
 

@@ -17,7 +17,8 @@ namespace fracsim::rtl {
 struct VectorVerifyOptions {
   int64_t vectors = 1000;  // random vectors, after the directed set
   uint64_t seed = 1;
-  std::string wave;  // when set, a VCD of the first failing vector is written here
+  std::string wave;      // when set, a VCD of the first failing vector is written here
+  std::string coverage;  // when set, the unit's coverage counts are written here at the end
 };
 
 using VectorVerifyReport = UnitVerifyReport;

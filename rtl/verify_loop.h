@@ -16,13 +16,14 @@ namespace fracsim::rtl {
 
 struct UnitVerifyReport {
   bool passed = true;
-  int64_t directed = 0;         // directed vectors run
-  int64_t random = 0;           // random vectors run
-  int64_t stalled_vectors = 0;  // vectors run with back-pressure on the result stream
-  uint64_t rtl_cycles = 0;      // clock cycles simulated
-  uint64_t stall_cycles = 0;    // of which the result stream was held back
-  double rtl_seconds = 0;       // host time spent in the RTL
-  bool wave_written = false;    // the failing vector's wave was written
+  int64_t directed = 0;           // directed vectors run
+  int64_t random = 0;             // random vectors run
+  int64_t stalled_vectors = 0;    // vectors run with back-pressure on the result stream
+  uint64_t rtl_cycles = 0;        // clock cycles simulated
+  uint64_t stall_cycles = 0;      // of which the result stream was held back
+  double rtl_seconds = 0;         // host time spent in the RTL
+  bool wave_written = false;      // the failing vector's wave was written
+  bool coverage_written = false;  // the unit's coverage counts were written
 };
 
 // Runs `source`'s directed vectors, then `count` random ones, through `check` (true: it

@@ -1,11 +1,14 @@
 // Adapts one Verilated matrix_unit class (any ROWS x COLS) to MatrixUnitPort. Include it only in
-// a file that includes verilated.h and the class's header first.
+// a file that includes verilated.h (and verilated_vcd_c.h when Traced, verilated_cov.h when
+// Covered) and the class's header first.
 #pragma once
 
 #include <memory>
+#include <string>
 #include <type_traits>
 
 #include "rtl/matrix_unit_port.h"
+#include "rtl/unit_coverage.h"
 
 namespace fracsim::rtl {
 
@@ -36,11 +39,17 @@ void get_lanes32(const Port& port, int32_t* out, int lanes) {
 
 }  // namespace pins
 
-template <typename V>
+template <typename V, bool Traced = false, bool Covered = false>
 class VerilatedMatrixUnit : public MatrixUnitPort {
  public:
   VerilatedMatrixUnit(int rows, int cols) : rows_(rows), cols_(cols), top_(std::make_unique<V>()) {}
-  ~VerilatedMatrixUnit() override { top_->final(); }
+  ~VerilatedMatrixUnit() override {
+    top_->final();
+    if constexpr (Traced) {
+      if (vcd_) vcd_->close();
+    }
+    if constexpr (Covered) forget_model_coverage(*top_);
+  }
 
   [[nodiscard]] int rows() const override { return rows_; }
   [[nodiscard]] int cols() const override { return cols_; }
@@ -50,12 +59,12 @@ class VerilatedMatrixUnit : public MatrixUnitPort {
     top_->rst = 1;
     top_->in_valid = 0;
     top_->out_ready = 0;
-    top_->eval();
+    eval();
     top_->clk = 1;
-    top_->eval();
+    eval();
     top_->clk = 0;
     top_->rst = 0;
-    top_->eval();
+    eval();
   }
 
   MatrixUnitOutputs cycle(const MatrixUnitInputs& in, int32_t* result) override {
@@ -69,17 +78,49 @@ class VerilatedMatrixUnit : public MatrixUnitPort {
       pins::put_lanes16(top_->in_a, in.a, rows_);
       pins::put_lanes16(top_->in_b, in.b, cols_);
     }
-    top_->eval();
+    eval();
     MatrixUnitOutputs o{top_->in_ready != 0, top_->out_valid != 0};
     if (o.out_valid && in.out_ready) pins::get_lanes32(top_->out_data, result, rows_ * cols_);
     top_->clk = 1;
-    top_->eval();
+    eval();
     return o;
   }
 
+  bool trace_to(const std::string& path) override {
+    if constexpr (Traced) {
+      Verilated::traceEverOn(true);
+      vcd_ = std::make_unique<VerilatedVcdC>();
+      top_->trace(vcd_.get(), 99);
+      vcd_->open(path.c_str());
+      return vcd_->isOpen();
+    } else {
+      (void)path;
+      return false;
+    }
+  }
+
+  bool write_coverage(const std::string& path) override {
+    if constexpr (Covered) {
+      return write_model_coverage(*top_, path);
+    } else {
+      (void)path;
+      return false;
+    }
+  }
+
  private:
+  void eval() {
+    top_->eval();
+    if constexpr (Traced) {
+      if (vcd_) vcd_->dump(time_++);
+    }
+  }
+
+  struct NoTrace {};
   int rows_, cols_;
   std::unique_ptr<V> top_;
+  std::conditional_t<Traced, std::unique_ptr<VerilatedVcdC>, NoTrace> vcd_{};
+  uint64_t time_ = 0;
 };
 
 }  // namespace fracsim::rtl

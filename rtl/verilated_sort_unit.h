@@ -1,5 +1,6 @@
 // Adapts one Verilated sort_unit class (any WIDTH) to SortUnitPort. Include it only in a file
-// that includes verilated.h, verilated_vcd_c.h and the class's header first.
+// that includes verilated.h, verilated_vcd_c.h (and verilated_cov.h when Covered) and the
+// class's header first.
 #pragma once
 
 #include <memory>
@@ -7,10 +8,11 @@
 #include <type_traits>
 
 #include "rtl/sort_unit_port.h"
+#include "rtl/unit_coverage.h"
 
 namespace fracsim::rtl {
 
-template <typename V, bool Traced = false>
+template <typename V, bool Traced = false, bool Covered = false>
 class VerilatedSortUnit : public SortUnitPort {
  public:
   explicit VerilatedSortUnit(int width) : width_(width), top_(std::make_unique<V>()) {}
@@ -19,6 +21,7 @@ class VerilatedSortUnit : public SortUnitPort {
     if constexpr (Traced) {
       if (vcd_) vcd_->close();
     }
+    if constexpr (Covered) forget_model_coverage(*top_);
   }
 
   [[nodiscard]] int width() const override { return width_; }
@@ -56,6 +59,15 @@ class VerilatedSortUnit : public SortUnitPort {
       top_->trace(vcd_.get(), 99);
       vcd_->open(path.c_str());
       return vcd_->isOpen();
+    } else {
+      (void)path;
+      return false;
+    }
+  }
+
+  bool write_coverage(const std::string& path) override {
+    if constexpr (Covered) {
+      return write_model_coverage(*top_, path);
     } else {
       (void)path;
       return false;

@@ -1,16 +1,18 @@
 // Adapts one Verilated vector_unit class (any LANES) to VectorUnitPort. Include it only in a file
-// that includes verilated.h (and verilated_vcd_c.h when Traced) and the class's header first.
+// that includes verilated.h (and verilated_vcd_c.h when Traced, verilated_cov.h when Covered)
+// and the class's header first.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <type_traits>
 
+#include "rtl/unit_coverage.h"
 #include "rtl/vector_unit_port.h"
 
 namespace fracsim::rtl {
 
-template <typename V, bool Traced = false>
+template <typename V, bool Traced = false, bool Covered = false>
 class VerilatedVectorUnit : public VectorUnitPort {
  public:
   explicit VerilatedVectorUnit(int lanes) : lanes_(lanes), top_(std::make_unique<V>()) {}
@@ -19,6 +21,7 @@ class VerilatedVectorUnit : public VectorUnitPort {
     if constexpr (Traced) {
       if (vcd_) vcd_->close();
     }
+    if constexpr (Covered) forget_model_coverage(*top_);
   }
 
   [[nodiscard]] int lanes() const override { return lanes_; }
@@ -69,6 +72,15 @@ class VerilatedVectorUnit : public VectorUnitPort {
       top_->trace(vcd_.get(), 99);
       vcd_->open(path.c_str());
       return vcd_->isOpen();
+    } else {
+      (void)path;
+      return false;
+    }
+  }
+
+  bool write_coverage(const std::string& path) override {
+    if constexpr (Covered) {
+      return write_model_coverage(*top_, path);
     } else {
       (void)path;
       return false;

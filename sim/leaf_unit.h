@@ -7,10 +7,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "isa/reference.h"
 #include "sim/machine_spec.h"
+#include "sim/node_stats.h"
 
 namespace fracsim::sim {
 
@@ -21,6 +23,9 @@ class LeafUnit {
   // takes at the leaf clock. `mem` is null in timing mode (shapes only, no data).
   virtual uint64_t run(const isa::OpDef& op, const isa::Instruction& instr,
                        isa::MemoryView* mem) = 0;
+  // The counter of the Verilated unit that ran the last instruction (rtl_*_instructions), or
+  // none when the C++ unit model ran it.
+  [[nodiscard]] virtual std::optional<Counter> last_rtl_unit() const { return std::nullopt; }
 };
 
 using LeafUnitFactory = std::function<std::unique_ptr<LeafUnit>(const LevelSpec& leaf)>;

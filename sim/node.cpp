@@ -272,6 +272,7 @@ void Node::ex_stage() {
       const auto work = static_cast<uint64_t>(isa::instruction_work(*p->op, p->local));
       stats()[p->op->unit == "matrix" ? Counter::matrix_ops : Counter::vector_ops] += work;
       stats()[Counter::unit_cycles] += cycles;
+      if (const auto rtl = unit_->last_rtl_unit()) ++stats()[*rtl];
       wait_cycles(cycles);
     } else {
       dispatch(*p->op, p->split.children, p->local_writes);

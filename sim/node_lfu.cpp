@@ -61,6 +61,7 @@ void Node::run_finalize(const isa::Instruction& f, const Piece& p) {
   if (is_leaf_) {
     cycles = unit_->run(op, f, ctx_.functional ? &parent : nullptr);
     stats()[Counter::unit_cycles] += cycles;
+    if (const auto rtl = unit_->last_rtl_unit()) ++stats()[*rtl];
     stats()[op.unit == "matrix" ? Counter::matrix_ops : Counter::vector_ops] +=
         static_cast<uint64_t>(isa::instruction_work(op, f));
   } else {

@@ -20,11 +20,14 @@ enum class Counter : int {
   load_bytes,
   store_bytes,
   lfu_elements,
-  unit_cycles,       // leaf: cycles the compute unit was busy
-  matrix_ops,        // leaf: work done by the matrix unit (op work formulas)
-  vector_ops,        // leaf: work done by the vector unit
-  static_hits,       // static operands found in the tensor permutation table (not loaded)
-  static_hit_bytes,  // bytes those hits did not load
+  unit_cycles,              // leaf: cycles the compute unit was busy
+  matrix_ops,               // leaf: work done by the matrix unit (op work formulas)
+  vector_ops,               // leaf: work done by the vector unit
+  static_hits,              // static operands found in the tensor permutation table (not loaded)
+  static_hit_bytes,         // bytes those hits did not load
+  rtl_matrix_instructions,  // leaf: instructions run on the Verilated matrix unit (backend rtl)
+  rtl_vector_instructions,  // leaf: ... on the Verilated vector unit
+  rtl_sort_instructions,    // leaf: ... on the Verilated sort unit
   kCount
 };
 
@@ -51,6 +54,12 @@ constexpr std::array<CounterInfo, static_cast<size_t>(Counter::kCount)> kCounter
     {"vector_ops", "ops", "operations done by the vector unit"},
     {"static_hits", "operands", "static operands found resident in the tensor permutation table"},
     {"static_hit_bytes", "bytes", "bytes not loaded thanks to tensor permutation table hits"},
+    {"rtl_matrix_instructions", "instructions",
+     "leaf instructions run on the Verilated matrix unit (backend rtl)"},
+    {"rtl_vector_instructions", "instructions",
+     "leaf instructions run on the Verilated vector unit (backend rtl)"},
+    {"rtl_sort_instructions", "instructions",
+     "leaf instructions run on the Verilated sort unit (backend rtl)"},
 }};
 
 struct NodeStats {

@@ -3,8 +3,14 @@
 // leaf backend.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <random>
 #include <sstream>
+#include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "isa/op_def.h"
 #include "isa/reference.h"
@@ -132,7 +138,7 @@ TEST_CASE("the checker passes the unit and reports a wrong one") {
   o.seed = 3;
   std::ostringstream good_log;
   const rtl::MatrixVerifyReport good =
-      rtl::verify_matrix_unit([] { return rtl::make_matrix_unit(4, 4); }, o, good_log);
+      rtl::verify_matrix_unit([] { return rtl::make_matrix_unit(4, 4); }, {}, o, good_log);
   CHECK(good.passed);
   CHECK(good.random == 200);
   CHECK(good.stalled_vectors > 0);
@@ -140,10 +146,14 @@ TEST_CASE("the checker passes the unit and reports a wrong one") {
   CHECK(good_log.str().empty());
 
   // The wrong unit drops the carry from bit 15 to bit 16 of its accumulators: -128 x 127 summed
-  // five times (0xffffc080 each) needs that carry, so the second directed vector catches it.
+  // five times (0xffffc080 each) needs that carry, so the second directed vector catches it, and
+  // its wave is drawn by the (traced) wrong unit.
+  const auto wave = std::filesystem::temp_directory_path() / "fracsim-matrix-bug.vcd";
+  std::filesystem::remove(wave);
+  o.wave = wave.string();
   std::ostringstream bad_log;
   const rtl::MatrixVerifyReport bad =
-      rtl::verify_matrix_unit(rtl::make_buggy_matrix_unit, o, bad_log);
+      rtl::verify_matrix_unit(rtl::make_buggy_matrix_unit, rtl::make_buggy_matrix_unit, o, bad_log);
   CHECK_FALSE(bad.passed);
   CHECK(bad.directed == 2);
   CHECK(bad.random == 0);
@@ -152,6 +162,27 @@ TEST_CASE("the checker passes the unit and reports a wrong one") {
         std::string::npos);
   CHECK(log.find("out[0,0,0]: expected -81280 (0xfffec280), seen") != std::string::npos);
   CHECK(log.find("cycles: expected 12 (formula) + 0 stalled = 12, seen 12") != std::string::npos);
+  CHECK(log.find("  wave of this vector: " + wave.string()) != std::string::npos);
+  CHECK(bad.wave_written);
+  // A VCD: its header, the unit's ports among the variables, and one time stamp per evaluation
+  // of the rerun: 3 for the reset and 2 for each of its 12 cycles, #0 to #26.
+  std::ifstream vcd(wave);
+  std::stringstream text;
+  text << vcd.rdbuf();
+  const std::string t = text.str();
+  CHECK(t.rfind("$version", 0) == 0);
+  CHECK(t.find("$enddefinitions $end") != std::string::npos);
+  CHECK(t.find(" in_first $end") != std::string::npos);
+  CHECK(t.find(" out_valid $end") != std::string::npos);
+  CHECK(t.find("\n#26\n") != std::string::npos);
+  CHECK(t.find("\n#27\n") == std::string::npos);
+  std::filesystem::remove(wave);
+
+  // Without a traced build the checker says so.
+  std::ostringstream untraced_log;
+  rtl::verify_matrix_unit(rtl::make_buggy_matrix_unit, {}, o, untraced_log);
+  CHECK(untraced_log.str().find("  no wave: this unit has no traced build\n") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(wave));
 }
 
 TEST_CASE("the rtl leaf backend runs integer matmul on the RTL and the rest on the model") {
@@ -193,4 +224,119 @@ TEST_CASE("the rtl leaf backend runs integer matmul on the RTL and the rest on t
   isa::Instruction f = in;
   for (auto& t : f.operands) t.dtype = isa::DType::f32;
   CHECK(unit->run(matmul, f, nullptr) == model->run(matmul, f, nullptr));
+}
+
+namespace {
+
+// A random integer conv1d/2d/3d instruction over one flat memory (in, w, out), its data, and
+// the attributes drawn: stride, dilation, asymmetric pads, groups, accumulate.
+struct ConvCase {
+  isa::Instruction instr;
+  std::vector<uint8_t> mem;
+  std::string text;
+};
+
+ConvCase random_conv(const isa::OpDef& op, int axes, std::mt19937_64& rng) {
+  auto uni = [&](int64_t lo, int64_t hi) {
+    return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
+  };
+  const isa::DType dt = uni(0, 1) ? isa::DType::i16 : isa::DType::i8;
+  const int64_t N = uni(1, 2), G = uni(1, 2), Ci = uni(1, 5), Co = uni(1, 7);
+  isa::Shape in{N, G, Ci}, w{G, Co, Ci}, out{N, G, Co};
+  ConvCase c;
+  c.instr.opcode = op.opcode;
+  c.instr.attrs.assign(op.attributes.size(), 0);
+  for (size_t i = 0; i < op.attributes.size(); ++i)
+    c.instr.attrs[i] = op.attributes[i].default_value;
+  auto set = [&](const std::string& name, int64_t v) {
+    const int i = op.attr_index(name);
+    REQUIRE(i >= 0);
+    c.instr.attrs[static_cast<size_t>(i)] = v;
+  };
+  const char* names = &"dhw"[3 - axes];
+  c.text = fmt::format("{} {} N={} G={} Ci={} Co={}", op.name, isa::dtype_name(dt), N, G, Ci, Co);
+  for (int a = 0; a < axes; ++a) {
+    const std::string n(1, names[a]);
+    // Pads lie in [0, span): the ISA's rule for the dilated kernel's span.
+    const int64_t k = uni(1, 3), stride = uni(1, 2), dil = uni(1, 2);
+    const int64_t span = dil * (k - 1) + 1;
+    const int64_t p0 = uni(0, span - 1), p1 = uni(0, span - 1);
+    const int64_t i = uni(std::max<int64_t>(1, span - p0 - p1), 7);
+    in.push_back(i);
+    w.push_back(k);
+    out.push_back((i + p0 + p1 - span) / stride + 1);
+    set("stride_" + n, stride);
+    set("dilation_" + n, dil);
+    set("pad_" + n + "0", p0);
+    set("pad_" + n + "1", p1);
+    c.text += fmt::format(" {}: in {} k {} stride {} dilation {} pad {},{}", n, i, k, stride, dil,
+                          p0, p1);
+  }
+  const bool accumulate = uni(0, 2) == 0;
+  set("accumulate", accumulate ? 1 : 0);
+  const uint32_t es = isa::dtype_size(dt);
+  const uint64_t w_addr = (static_cast<uint64_t>(isa::num_elements(in)) * es + 63) / 64 * 64;
+  const uint64_t o_addr =
+      (w_addr + static_cast<uint64_t>(isa::num_elements(w)) * es + 63) / 64 * 64;
+  c.instr.operands = {isa::make_tensor(0, dt, in), isa::make_tensor(w_addr, dt, w),
+                      isa::make_tensor(o_addr, isa::DType::i32, out)};
+  c.mem.resize(o_addr + static_cast<uint64_t>(isa::num_elements(out)) * 4);
+  for (auto& b : c.mem) b = static_cast<uint8_t>(rng());  // full-range data, old out included
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "the rtl leaf backend runs integer conv1d/2d/3d on the matrix unit, bit-exact, with "
+    "the conv cycle formulas") {
+  rtl::register_backends();
+  sim::MachineSpec spec =
+      sim::load_machine_spec(std::string(FRACSIM_SOURCE_DIR) + "/configs/tiny.yaml");
+  sim::LevelSpec leaf = spec.levels.back();
+  sim::LevelSpec rtl_leaf = leaf;
+  rtl_leaf.backend = "rtl";
+  auto model = sim::make_leaf_unit(leaf);
+  auto unit = sim::make_leaf_unit(rtl_leaf);
+  const auto params = sim::unit_parameter_values(leaf);
+  std::mt19937_64 rng(5);
+  int on_rtl = 0;
+  for (int axes = 1; axes <= 3; ++axes) {
+    const isa::OpDef& op = isa::OpTable::builtin().get(fmt::format("conv{}d", axes));
+    for (int i = 0; i < 60; ++i) {
+      ConvCase c = random_conv(op, axes, rng);
+      CAPTURE(c.text);
+      std::vector<uint8_t> ref = c.mem;
+      isa::MemoryView rv{ref.data(), ref.size()}, mv{c.mem.data(), c.mem.size()};
+      isa::execute_reference(op, c.instr, rv);
+      const uint64_t cycles = unit->run(op, c.instr, &mv);
+      REQUIRE(unit->last_rtl_unit() == sim::Counter::rtl_matrix_instructions);
+      CHECK(c.mem == ref);
+      CHECK(cycles == sim::unit_cycles(op, c.instr, params));
+      CHECK(cycles == model->run(op, c.instr, nullptr));
+      CHECK(unit->run(op, c.instr, nullptr) == cycles);  // timing mode: the same cycles
+      ++on_rtl;
+    }
+  }
+  CHECK(on_rtl == 180);
+
+  // By hand: conv2d i8, in [1,1,1,3,3] = 1..9, w [1,2,1,2,2] (ones; 1,0,0,-1), no padding:
+  // out [1,1,2,2,2]. 4 pixels x 2 channels is one 4x4 block of K = 4 taps: 4 + 4 + 4 - 1 = 11.
+  const isa::OpDef& conv2d = isa::OpTable::builtin().get("conv2d");
+  isa::Instruction in;
+  in.opcode = conv2d.opcode;
+  for (const auto& a : conv2d.attributes) in.attrs.push_back(a.default_value);
+  in.operands = {isa::make_tensor(0, isa::DType::i8, {1, 1, 1, 3, 3}),
+                 isa::make_tensor(16, isa::DType::i8, {1, 2, 1, 2, 2}),
+                 isa::make_tensor(32, isa::DType::i32, {1, 1, 2, 2, 2})};
+  std::vector<uint8_t> mem(64);
+  put(mem, 0, std::vector<int8_t>{1, 2, 3, 4, 5, 6, 7, 8, 9});
+  put(mem, 16, std::vector<int8_t>{1, 1, 1, 1, 1, 0, 0, -1});
+  isa::MemoryView mv{mem.data(), mem.size()};
+  CHECK(unit->run(conv2d, in, &mv) == 11);
+  CHECK(get<int32_t>(mem, 32, 8) == std::vector<int32_t>{12, 16, 24, 28, -4, -4, -4, -4});
+  // f32 conv stays on the model.
+  for (auto& t : in.operands) t.dtype = isa::DType::f32;
+  CHECK(unit->run(conv2d, in, nullptr) == model->run(conv2d, in, nullptr));
+  CHECK_FALSE(unit->last_rtl_unit().has_value());
 }
