@@ -18,8 +18,9 @@ enum class BufferRole { input, weight, intermediate };
 struct Buffer {
   TensorDesc desc;
   BufferRole role = BufferRole::intermediate;
-  bool output = false;    // a workload output lives in it: it lives throughout
-  double lo = 0, hi = 0;  // inputs and weights: the range of their random contents
+  bool output = false;         // a workload output lives in it: it lives throughout
+  double lo = 0, hi = 0;       // inputs and weights: the range of their random contents
+  std::vector<uint8_t> bytes;  // inputs and weights with given contents (else random)
 };
 
 // A strided view of a buffer: how an operand, or a tensor of the graph, sees it. `offset` is in
@@ -63,6 +64,8 @@ class GraphLowering {
   View dense(const std::string& name);
   // A contiguous view [d0, ..., dn-1] as [d0*...*dn-2, dn-1]; a rank-1 [N] as [1, N].
   static View as_matrix(View v);
+  // A contiguous view as [prod(dims before l.axis), prod(the rest)] (as_matrix for the last).
+  static View flat_rows(const View& v, const Layer& l);
   // The bytes of `v` from element `offset` on, under another shape; `v` must be contiguous.
   static View reshaped(View v, const isa::Shape& shape, int64_t offset = 0);
   // A copy of `src` into `dst` (eltwise max of src with itself: exact for every value).
@@ -82,6 +85,34 @@ class GraphLowering {
   void lower_view(const Layer& l);
   void lower_concat(const Layer& l);
   void lower_lrn(const Layer& l);
+  // The ONNX layers (lower_onnx.cpp).
+  void lower_eltwise(const Layer& l, const std::string& fn);
+  void lower_gemm(const Layer& l);
+  void lower_batched_matmul(const Layer& l);
+  void lower_reduce(const Layer& l);
+  void lower_log_softmax(const Layer& l);
+  void lower_topk(const Layer& l);
+  void lower_zero_insert(const Layer& l);
+  void lower_layernorm_stats(const Layer& l, const View& x);
+
+  // A weight with given contents: a constant the lowering needs (gemm's alpha, a zero bias).
+  int add_constant(const std::string& name, isa::DType dtype, isa::Shape shape,
+                   std::vector<uint8_t> bytes);
+  int add_scalar(const std::string& name, float value);
+  // `v` seen with the shape `shape` by numpy broadcasting (leading dims and dims of extent 1
+  // get stride 0).
+  static View broadcast_to(View v, const isa::Shape& shape);
+  // Output dim i is dim perm[i] of `v`.
+  static View permuted(const View& v, const std::vector<int64_t>& perm);
+  // The dims of a contiguous view `v` split at `axis` as rows [M, N] (N: the extent of axis,
+  // M: every other dim) when that is one strided matrix; `v` otherwise unchanged and false.
+  static bool rows_of(const View& v, int64_t axis, View& rows);
+  // Allocates the output buffer of `l` (or a more_outputs tensor) so that the dim `axis` is
+  // last in memory; returns the rows [M, N] and names the tensor as the graph sees it.
+  View output_rows(const Layer& l, const TensorDesc& t, int64_t axis);
+  // The contiguous view `x` as rows along `axis`, copied into a layout with axis last when the
+  // rows are not one strided matrix.
+  View input_rows(const std::string& layer, const View& x, int64_t axis);
   // Concat by layout: chooses which producers write straight into their slice of a concat.
   void plan_concat_slices();
   int concat_buffer(const std::string& concat);

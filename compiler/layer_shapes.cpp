@@ -53,6 +53,24 @@ std::string_view layer_kind_name(LayerKind k) {
       return "concat";
     case LayerKind::lrn:
       return "lrn";
+    case LayerKind::eltwise:
+      return "eltwise";
+    case LayerKind::leaky_relu:
+      return "leaky_relu";
+    case LayerKind::exp:
+      return "exp";
+    case LayerKind::log_softmax:
+      return "log_softmax";
+    case LayerKind::global_maxpool:
+      return "global_maxpool";
+    case LayerKind::gemm:
+      return "gemm";
+    case LayerKind::reduce:
+      return "reduce";
+    case LayerKind::topk:
+      return "topk";
+    case LayerKind::zero_insert:
+      return "zero_insert";
   }
   return "?";
 }
@@ -196,6 +214,7 @@ void infer_normalization(LayerReader& r, Layer& l, const TensorDesc& x) {
                                        "got {}",
                                        shape_and_name(x)));
   if (l.kind != LayerKind::softmax) l.epsilon = get_positive_real(r, "epsilon", 1e-5);
+  if (l.kind != LayerKind::batchnorm) l.axis = -1;
   l.inputs = {x.name};
   l.output.dtype = x.dtype;
   l.output.shape = x.shape;

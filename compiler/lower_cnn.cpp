@@ -1,9 +1,10 @@
 // Lowering of the CNN layers (NCHW) and of the layers that only re-view bytes.
 //
-// - conv2d: one conv2d instruction; the input [N, G*Ci, H, W] is seen as [N, G, Ci, H, W], the
-//   weight [G*Co, Ci, Kh, Kw] as [G, Co, Ci, Kh, Kw] and the output likewise, by strides only;
-//   the bias [F] is added by an eltwise over [N, F, Ho*Wo] with strides [0, 1, 0].
-// - maxpool/avgpool: pool2d; global_avgpool: pool2d avg with the kernel the whole plane.
+// - conv2d: one conv2d instruction (conv1d, conv3d for 1 or 3 spatial dims); the input
+//   [N, G*Ci, H, W] is seen as [N, G, Ci, H, W], the weight [G*Co, Ci, Kh, Kw] as
+//   [G, Co, Ci, Kh, Kw] and the output likewise, by strides only; the bias [F] is added by an
+//   eltwise over [N, F, Ho*Wo] with strides [0, 1, 0].
+// - maxpool/avgpool: pool1d/2d/3d; the global pools: the pool with the kernel the whole plane.
 // - lrn: the lrn op, with the channel window centred as in ONNX.
 // - batchnorm: the batchnorm extension op over [N, C, prod(rest)]; softmax and layernorm: their
 //   extension ops over [prod(leading), last].
@@ -14,6 +15,7 @@
 //   slice of the concat's buffer (the first concat that reads it); every other input (a workload
 //   input, a view, a tensor already placed, slices that are not contiguous) is copied into its
 //   slice by one eltwise max of the input with itself.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -28,65 +30,111 @@ namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-}  // namespace
-
-void GraphLowering::lower_conv2d(const Layer& l) {
-  View x = dense(l.inputs[0]);
-  const int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], w = x.shape[3];
-  const int64_t g = l.groups, ci = c / g, f = l.filters, co = f / g;
-  const int64_t kh = l.kernel[0], kw = l.kernel[1];
-  const int64_t ho = l.output.shape[2], wo = l.output.shape[3];
-  // Uniform in +-1/sqrt(fan-in), as for dense.
-  const double range = 1.0 / std::sqrt(static_cast<double>(ci * kh * kw));
-  int weight = add_weight(l, "weight", {f, ci, kh, kw}, -range, range);
-  int bias = l.bias ? add_weight(l, "bias", {f}, -range, range) : -1;
-  View y = output_of(l);
-  View in{x.buffer, {n, g, ci, h, w}, {c * h * w, ci * h * w, h * w, w, 1}, x.offset};
-  View wv{weight, {g, co, ci, kh, kw}, {co * ci * kh * kw, ci * kh * kw, kh * kw, kw, 1}, 0};
-  View out{y.buffer, {n, g, co, ho, wo}, {f * ho * wo, co * ho * wo, ho * wo, wo, 1}, y.offset};
-  emit("conv2d", {in, wv, out},
-       {{"stride_h", str(l.stride[0])},
-        {"stride_w", str(l.stride[1])},
-        {"dilation_h", str(l.dilation[0])},
-        {"dilation_w", str(l.dilation[1])},
-        {"pad_h0", str(l.padding[0])},
-        {"pad_w0", str(l.padding[1])},
-        {"pad_h1", str(l.padding[2])},
-        {"pad_w1", str(l.padding[3])}});
-  if (bias < 0) return;
-  View flat = reshaped(y, {n, f, ho * wo});
-  emit("eltwise", {flat, View{bias, {n, f, ho * wo}, {0, 1, 0}, 0}, flat}, {{"fn", "add"}});
+// The attribute names of the spatial dims of the window ops: w; h, w; d, h, w.
+std::vector<std::string> spatial_names(size_t n) {
+  static const std::vector<std::string> kAll = {"d", "h", "w"};
+  return std::vector<std::string>(kAll.end() - static_cast<std::ptrdiff_t>(n), kAll.end());
 }
 
+// stride_*, dilation_* and pad_*0/1 of a window op with the layer's spatial parameters.
+AttrValues window_attrs(const Layer& l, bool dilation = true) {
+  const size_t n = l.kernel.size();
+  const std::vector<std::string> names = spatial_names(n);
+  AttrValues a;
+  for (size_t i = 0; i < n; ++i) {
+    a.emplace_back("stride_" + names[i], str(l.stride[i]));
+    if (dilation) a.emplace_back("dilation_" + names[i], str(l.dilation[i]));
+    a.emplace_back("pad_" + names[i] + "0", str(l.padding[i]));
+    a.emplace_back("pad_" + names[i] + "1", str(l.padding[n + i]));
+  }
+  return a;
+}
+
+}  // namespace
+
+// conv1d, conv2d or conv3d by the number of spatial dims; x is [N, G*Ci, spatial...].
+void GraphLowering::lower_conv2d(const Layer& l) {
+  View x = dense(l.inputs[0]);
+  const size_t nsp = l.kernel.size();
+  const int64_t n = x.shape[0], c = x.shape[1];
+  const isa::Shape in_sp(x.shape.begin() + 2, x.shape.end());
+  const isa::Shape out_sp(l.output.shape.begin() + 2, l.output.shape.end());
+  const int64_t s_out = isa::num_elements(out_sp);
+  const int64_t kk = isa::num_elements(l.kernel);
+  const int64_t g = l.groups, ci = c / g, f = l.filters, co = f / g;
+  int weight = -1, bias = -1;
+  View wsrc;
+  if (l.inputs.size() > 1) {
+    wsrc = dense(l.inputs[1]);
+    if (l.inputs.size() > 2) bias = -2;
+  } else {
+    // Uniform in +-1/sqrt(fan-in), as for dense.
+    const double range = 1.0 / std::sqrt(static_cast<double>(ci * kk));
+    isa::Shape ws = {f, ci};
+    ws.insert(ws.end(), l.kernel.begin(), l.kernel.end());
+    weight = add_weight(l, "weight", ws, -range, range);
+    wsrc = whole(weight);
+    if (l.bias) bias = add_weight(l, "bias", {f}, -range, range);
+  }
+  View y = output_of(l);
+  auto grouped = [](const View& v, int64_t groups, int64_t per, const isa::Shape& rest) {
+    // [A, groups*per, rest...] as [A, groups, per, rest...], by strides.
+    const int64_t r = isa::num_elements(rest);
+    View g5{v.buffer, {v.shape[0], groups, per}, {groups * per * r, per * r, r}, v.offset};
+    const isa::Shape rs = isa::contiguous_strides(rest);
+    g5.shape.insert(g5.shape.end(), rest.begin(), rest.end());
+    g5.strides.insert(g5.strides.end(), rs.begin(), rs.end());
+    return g5;
+  };
+  View in = grouped(x, g, ci, in_sp);
+  View out = grouped(y, g, co, out_sp);
+  // The weight [G*Co, Ci, k...] as [G, Co, Ci, k...]: one more leading dim than [F, Ci, k...].
+  isa::Shape wrest = {ci};
+  wrest.insert(wrest.end(), l.kernel.begin(), l.kernel.end());
+  View wv = grouped(View{wsrc.buffer, {1, f}, {0, 1}, wsrc.offset}, g, co, wrest);
+  wv.shape.erase(wv.shape.begin());
+  wv.strides.erase(wv.strides.begin());
+  emit(fmt::format("conv{}d", nsp), {in, wv, out}, window_attrs(l));
+  if (bias == -1) return;
+  View b = bias >= 0 ? whole(bias) : tensors_.at(l.inputs[2]);
+  View flat = reshaped(y, {n, f, s_out});
+  emit("eltwise", {flat, View{b.buffer, {n, f, s_out}, {0, b.strides[0], 0}, b.offset}, flat},
+       {{"fn", "add"}});
+}
+
+// pool1d, pool2d or pool3d by the number of spatial dims; the global pools' kernel is the
+// whole input plane.
 void GraphLowering::lower_pool(const Layer& l) {
   View x = dense(l.inputs[0]);
   View y = output_of(l);
-  const bool max = l.kind == LayerKind::maxpool;
-  emit("pool2d", {x, y},
-       {{"fn", max ? "max" : "avg"},
-        {"kernel_h", str(l.kernel[0])},
-        {"kernel_w", str(l.kernel[1])},
-        {"stride_h", str(l.stride[0])},
-        {"stride_w", str(l.stride[1])},
-        {"pad_h0", str(l.padding[0])},
-        {"pad_w0", str(l.padding[1])},
-        {"pad_h1", str(l.padding[2])},
-        {"pad_w1", str(l.padding[3])},
-        {"count_include_pad", l.count_include_pad ? "1" : "0"}});
+  const bool max = l.kind == LayerKind::maxpool || l.kind == LayerKind::global_maxpool;
+  const size_t nsp = l.kernel.size();
+  const std::vector<std::string> names = spatial_names(nsp);
+  AttrValues a = {{"fn", max ? "max" : "avg"}};
+  for (size_t i = 0; i < nsp; ++i) a.emplace_back("kernel_" + names[i], str(l.kernel[i]));
+  // Dilation is left at its default for the layers that have none (the YAML pools).
+  const bool dilated = l.dilation.size() == nsp && std::any_of(l.dilation.begin(), l.dilation.end(),
+                                                               [](int64_t d) { return d != 1; });
+  for (auto& kv : window_attrs(l, dilated)) a.push_back(kv);
+  a.emplace_back("count_include_pad", l.count_include_pad ? "1" : "0");
+  emit(fmt::format("pool{}d", nsp), {x, y}, a);
 }
 
 // scale and var in [0.5, 1.5) (var positive), bias and mean in [-0.5, 0.5).
 void GraphLowering::lower_batchnorm(const Layer& l) {
   View x = dense(l.inputs[0]);
   const int64_t n = x.shape[0], c = x.shape[1], s = isa::num_elements(x.shape) / (n * c);
-  int scale = add_weight(l, "scale", {c}, 0.5, 1.5);
-  int bias = add_weight(l, "bias", {c}, -0.5, 0.5);
-  int mean = add_weight(l, "mean", {c}, -0.5, 0.5);
-  int var = add_weight(l, "var", {c}, 0.5, 1.5);
+  std::vector<View> stats;
+  if (l.inputs.size() == 5) {
+    for (size_t i = 1; i < 5; ++i) stats.push_back(tensors_.at(l.inputs[i]));
+  } else {
+    stats = {
+        whole(add_weight(l, "scale", {c}, 0.5, 1.5)), whole(add_weight(l, "bias", {c}, -0.5, 0.5)),
+        whole(add_weight(l, "mean", {c}, -0.5, 0.5)), whole(add_weight(l, "var", {c}, 0.5, 1.5))};
+  }
   View y = output_of(l);
   emit("batchnorm",
-       {reshaped(x, {n, c, s}), whole(scale), whole(bias), whole(mean), whole(var),
-        reshaped(y, {n, c, s})},
+       {reshaped(x, {n, c, s}), stats[0], stats[1], stats[2], stats[3], reshaped(y, {n, c, s})},
        {{"epsilon", fmt::format("{}", l.epsilon)}});
 }
 
@@ -104,21 +152,54 @@ void GraphLowering::lower_lrn(const Layer& l) {
         {"pad_c1", str(l.size - 1 - before)}});
 }
 
+// Softmax along the last axis of [prod(leading), last]; along another axis over rows that are
+// strided views (or a copy with that axis last, see input_rows).
 void GraphLowering::lower_softmax(const Layer& l) {
   View x = dense(l.inputs[0]);
-  View y = output_of(l);
-  emit("softmax", {as_matrix(x), as_matrix(y)}, {});
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  const int64_t axis = l.axis < 0 ? l.axis + rank : l.axis;
+  if (l.flat_axis || axis == rank - 1) {
+    View y = output_of(l);
+    emit("softmax", {flat_rows(x, l), flat_rows(y, l)}, {});
+    return;
+  }
+  View rows = input_rows(l.name, x, axis);
+  emit("softmax", {rows, output_rows(l, l.output, axis)}, {});
 }
 
-// gamma in [0.5, 1.5), beta in [-0.5, 0.5).
+// Normalises over the dims from `axis` on: rows [prod(dims before axis), prod(the rest)].
+// Implicit gamma in [0.5, 1.5), beta in [-0.5, 0.5); an explicit gamma without beta gets a zero
+// beta.
 void GraphLowering::lower_layernorm(const Layer& l) {
   View x = dense(l.inputs[0]);
-  const int64_t last = x.shape.back();
-  int gamma = add_weight(l, "gamma", {last}, 0.5, 1.5);
-  int beta = add_weight(l, "beta", {last}, -0.5, 0.5);
+  View rows = flat_rows(x, l);
+  const int64_t n = rows.shape[1];
+  View gamma, beta;
+  if (l.inputs.size() > 1) {
+    gamma = reshaped(dense(l.inputs[1]), {n});
+    beta = l.inputs.size() > 2
+               ? reshaped(dense(l.inputs[2]), {n})
+               : whole(add_constant(l.name + ".beta", isa::DType::f32, {n},
+                                    std::vector<uint8_t>(static_cast<size_t>(n) * 4, 0)));
+  } else {
+    gamma = whole(add_weight(l, "gamma", {n}, 0.5, 1.5));
+    beta = whole(add_weight(l, "beta", {n}, -0.5, 0.5));
+  }
   View y = output_of(l);
-  emit("layernorm", {as_matrix(x), whole(gamma), whole(beta), as_matrix(y)},
+  emit("layernorm", {rows, gamma, beta, flat_rows(y, l)},
        {{"epsilon", fmt::format("{}", l.epsilon)}});
+  if (!l.more_outputs.empty()) lower_layernorm_stats(l, rows);
+}
+
+// [prod(dims before axis), prod(the rest)] of a contiguous view; the last axis gives
+// as_matrix's view.
+View GraphLowering::flat_rows(const View& v, const Layer& l) {
+  const int64_t rank = static_cast<int64_t>(v.shape.size());
+  const int64_t axis = l.axis < 0 ? l.axis + rank : l.axis;
+  if (axis == rank - 1) return as_matrix(v);
+  int64_t m = 1;
+  for (int64_t i = 0; i < axis; ++i) m *= v.shape[i];
+  return reshaped(v, {m, isa::num_elements(v.shape) / m});
 }
 
 void GraphLowering::lower_view(const Layer& l) {

@@ -12,13 +12,21 @@
 
 namespace fracsim::compiler {
 
+using isa::Shape;
+
 uint64_t segment_seed(uint64_t seed, uint64_t index) { return seed * 1000003u + index; }
 
 Compilation GraphLowering::run() {
   for (const TensorDesc& in : w_.inputs) {
     bool integer = isa::is_integer(in.dtype);
-    tensors_[in.name] =
-        whole(add_buffer(in, BufferRole::input, integer ? -8.0 : -1.0, integer ? 8.0 : 1.0));
+    const BufferRole role = w_.weights.count(in.name) ? BufferRole::weight : BufferRole::input;
+    auto range = w_.random_ranges.find(in.name);
+    int b = range != w_.random_ranges.end()
+                ? add_buffer(in, role, range->second.first, range->second.second)
+                : add_buffer(in, role, integer ? -8.0 : -1.0, integer ? 8.0 : 1.0);
+    auto given = w_.contents.find(in.name);
+    if (given != w_.contents.end()) buffers_[b].bytes = given->second;
+    tensors_[in.name] = whole(b);
   }
   plan_concat_slices();
   for (const Layer& l : w_.layers) lower_layer(l);
@@ -37,6 +45,10 @@ void GraphLowering::lower_layer(const Layer& l) {
       return lower_dense(l);
     case LayerKind::relu:
       return lower_activation(l, "relu");
+    case LayerKind::leaky_relu:
+      return lower_activation(l, "leaky_relu");
+    case LayerKind::exp:
+      return lower_activation(l, "exp");
     case LayerKind::gelu:
       return lower_activation(l, "gelu");
     case LayerKind::sigmoid:
@@ -52,6 +64,7 @@ void GraphLowering::lower_layer(const Layer& l) {
     case LayerKind::maxpool:
     case LayerKind::avgpool:
     case LayerKind::global_avgpool:
+    case LayerKind::global_maxpool:
       return lower_pool(l);
     case LayerKind::batchnorm:
       return lower_batchnorm(l);
@@ -67,6 +80,18 @@ void GraphLowering::lower_layer(const Layer& l) {
       return lower_concat(l);
     case LayerKind::lrn:
       return lower_lrn(l);
+    case LayerKind::eltwise:
+      return lower_eltwise(l, l.fn);
+    case LayerKind::gemm:
+      return lower_gemm(l);
+    case LayerKind::reduce:
+      return lower_reduce(l);
+    case LayerKind::log_softmax:
+      return lower_log_softmax(l);
+    case LayerKind::topk:
+      return lower_topk(l);
+    case LayerKind::zero_insert:
+      return lower_zero_insert(l);
   }
 }
 
@@ -178,7 +203,9 @@ void GraphLowering::lower_dense(const Layer& l) {
 void GraphLowering::lower_activation(const Layer& l, const std::string& fn) {
   View x = dense(l.inputs[0]);
   View y = output_of(l);
-  emit("activation", {as_matrix(x), as_matrix(y)}, {{"fn", fn}});
+  AttrValues attrs = {{"fn", fn}};
+  if (l.kind == LayerKind::leaky_relu) attrs.emplace_back("alpha", fmt::format("{}", l.alpha));
+  emit("activation", {as_matrix(x), as_matrix(y)}, attrs);
 }
 
 void GraphLowering::lower_add(const Layer& l) {
@@ -192,6 +219,9 @@ void GraphLowering::lower_add(const Layer& l) {
 }
 
 void GraphLowering::lower_matmul(const Layer& l) {
+  const Shape& sa = w_.tensor(l.inputs[0]).shape;
+  const Shape& sb = w_.tensor(l.inputs[1]).shape;
+  if (sa.size() != 2 || sb.size() != 2) return lower_batched_matmul(l);
   View a = dense(l.inputs[0]);
   View b = dense(l.inputs[1]);
   View y = output_of(l);
@@ -199,7 +229,8 @@ void GraphLowering::lower_matmul(const Layer& l) {
 }
 
 std::vector<TensorLifetime> GraphLowering::lifetimes() const {
-  const int last = static_cast<int>(pending_.size()) - 1;
+  // A program of views only (a reshape of an input) still places its tensors, at instruction 0.
+  const int last = std::max(0, static_cast<int>(pending_.size()) - 1);
   std::vector<TensorLifetime> out;
   for (size_t b = 0; b < buffers_.size(); ++b) {
     const Buffer& buf = buffers_[b];
@@ -209,7 +240,7 @@ std::vector<TensorLifetime> GraphLowering::lifetimes() const {
     if (buf.role == BufferRole::intermediate && !buf.output) {
       t.first = last + 1;
       t.last = -1;
-      for (int i = 0; i <= last; ++i)
+      for (int i = 0; i < static_cast<int>(pending_.size()); ++i)
         for (const View& v : pending_[i].operands)
           if (v.buffer == static_cast<int>(b)) {
             t.first = std::min(t.first, i);
@@ -243,13 +274,18 @@ isa::Program GraphLowering::materialize(const MemoryPlan& plan) const {
     const Buffer& buf = buffers_[b];
     if (buf.role == BufferRole::intermediate) continue;
     isa::DataSegment d;
-    d.kind = isa::DataSegment::Kind::random;
     d.address = plan.tensors()[b].address;
     d.dtype = buf.desc.dtype;
     d.count = static_cast<uint64_t>(isa::num_elements(buf.desc.shape));
-    d.seed = segment_seed(w_.seed, p.data.size());
-    d.lo = buf.lo;
-    d.hi = buf.hi;
+    if (!buf.bytes.empty()) {
+      d.kind = isa::DataSegment::Kind::bytes;
+      d.bytes = buf.bytes;
+    } else {
+      d.kind = isa::DataSegment::Kind::random;
+      d.seed = segment_seed(w_.seed, p.data.size());
+      d.lo = buf.lo;
+      d.hi = buf.hi;
+    }
     p.data.push_back(std::move(d));
     isa::SymbolRole role =
         buf.role == BufferRole::input ? isa::SymbolRole::input : isa::SymbolRole::weight;

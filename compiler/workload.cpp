@@ -19,8 +19,11 @@ namespace fracsim::compiler {
 const TensorDesc* Workload::find_tensor(const std::string& name) const {
   for (const TensorDesc& t : inputs)
     if (t.name == name) return &t;
-  for (const Layer& l : layers)
+  for (const Layer& l : layers) {
     if (l.name == name) return &l.output;
+    for (const TensorDesc& t : l.more_outputs)
+      if (t.name == name) return &t;
+  }
   return nullptr;
 }
 

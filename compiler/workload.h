@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,29 +45,57 @@ enum class LayerKind {
   reshape,
   transpose,
   concat,
-  lrn
+  lrn,
+  // The ONNX front end's layers; YAML workloads do not name them (yet).
+  eltwise,     // n-ary, numpy broadcast: fn is add, sub, mul, div, max or min
+  leaky_relu,  // alpha
+  exp,
+  log_softmax,  // axis
+  global_maxpool,
+  gemm,        // alpha, beta, trans_a, trans_b; inputs a, b and optionally c
+  reduce,      // fn is sum, mean, max or min over `axes`
+  topk,        // k, axis, largest; second output: the indices (i32)
+  zero_insert  // the input spread out by `stride` into a zero tensor, from the offsets
+               // `padding` (one per spatial dim): a transposed convolution's input
 };
 
 std::string_view layer_kind_name(LayerKind k);
 
+// A layer's weights are implicit (YAML: the lowering makes them, with random contents) unless
+// the layer lists them after its data inputs (ONNX: conv2d [x, w, b], batchnorm [x, scale, bias,
+// mean, var], layernorm [x, gamma, beta], gemm [a, b, c]).
 struct Layer {
   std::string name;
   LayerKind kind = LayerKind::dense;
   std::vector<std::string> inputs;  // tensor names: one for dense/relu, two (a, b) for add/matmul
   int64_t units = 0;                // dense only
   bool bias = false;                // dense and conv2d
-  // conv2d and pooling: [h, w] pairs; padding is [h_begin, w_begin, h_end, w_end] as in ONNX.
+  // conv2d and pooling: one entry per spatial dim ([h, w] for 2-D); padding is [begins...,
+  // ends...] as in ONNX ([h_begin, w_begin, h_end, w_end]). Pools have 1 to 3 spatial dims.
   int64_t filters = 0;  // conv2d: output channels
   int64_t groups = 1;   // conv2d
   std::vector<int64_t> kernel = {1, 1}, stride = {1, 1}, dilation = {1, 1};
   std::vector<int64_t> padding = {0, 0, 0, 0};
-  bool count_include_pad = false;                    // avgpool
-  double epsilon = 1e-5;                             // batchnorm, layernorm
-  std::vector<int64_t> perm;                         // transpose: output dim i is input dim perm[i]
-  int64_t axis = 1;                                  // concat
+  bool count_include_pad = false;  // avgpool
+  double epsilon = 1e-5;           // batchnorm, layernorm
+  std::vector<int64_t> perm;       // transpose: output dim i is input dim perm[i]
+  // concat: the axis; softmax, log_softmax, layernorm, topk: the axis (-1: the last), softmax
+  // and log_softmax over the rows [prod(dims before axis), prod(the rest)] when `flat_axis`
+  // (ONNX before opset 13); layernorm normalises over the dims from axis on.
+  int64_t axis = 1;
+  bool flat_axis = false;
   int64_t size = 0;                                  // lrn: channels summed over
-  double alpha = 1e-4, beta = 0.75, lrn_bias = 1.0;  // lrn
+  double alpha = 1e-4, beta = 0.75, lrn_bias = 1.0;  // lrn; alpha also leaky_relu's and gemm's
+  std::string fn;                                    // eltwise, reduce
+  std::vector<int64_t> axes;                         // reduce: the reduced dims, ascending
+  bool trans_a = false, trans_b = false;             // gemm
+  double gemm_beta = 1.0;                            // gemm: the factor of c
+  int64_t k = 0;                                     // topk
+  bool largest = true;                               // topk
   TensorDesc output;                                 // inferred; output.name == name
+  // More outputs, named by the graph: topk's indices; layernorm's mean and inverse standard
+  // deviation (ONNX), when used.
+  std::vector<TensorDesc> more_outputs;
 };
 
 struct Workload {
@@ -74,7 +104,16 @@ struct Workload {
   uint64_t seed = 1;  // seeds the random inputs and weights
   std::vector<TensorDesc> inputs;
   std::vector<Layer> layers;         // in execution order
-  std::vector<std::string> outputs;  // layer names
+  std::vector<std::string> outputs;  // layer names (or names of layers' more_outputs)
+  // Inputs that are the model's weights (ONNX initializers and constants): symbols of role
+  // weight rather than input.
+  std::set<std::string> weights;
+  // Inputs with given contents (little-endian, dtype-sized elements, row-major); the others get
+  // seeded random contents.
+  std::map<std::string, std::vector<uint8_t>> contents;
+  // Inputs whose random contents need another range than [-1, 1) (integers: [-8, 8]): an
+  // ONNX BatchNormalization's variance without data gets [0.5, 1.5), as YAML batchnorm does.
+  std::map<std::string, std::pair<double, double>> random_ranges;
 
   // The input or layer output called `name`; nullptr when there is none.
   const TensorDesc* find_tensor(const std::string& name) const;

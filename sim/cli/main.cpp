@@ -38,14 +38,17 @@ constexpr const char* kUsage = R"(usage: fracsim COMMAND [ARGS]
 commands:
   run -m CONFIG -w PROGRAM [--mode functional|timing] [--backend model|rtl] [--out DIR]
       [--no-fold] [--trace FILE]
-                      run a workload (.yaml), binary (.fbin) or assembly (.fasm) on a machine;
+                      run a workload (.yaml, .onnx), binary (.fbin) or assembly (.fasm) on a
+                      machine;
                       writes DIR/stats.json (default results/runs/PROGRAM-MACHINE-MODE);
                       --no-fold simulates every node of a timing run (same results, slower);
                       --trace writes a Chrome/Perfetto trace-event timeline of the stages;
                       --backend overrides the leaf backend of the config (rtl: integer
-                      matmuls on the Verilated matrix unit, other ops on the C++ model)
+                      matmul/conv, vector ops and merges on the Verilated units, other ops
+                      on the C++ model)
   compile WORKLOAD -o X.fbin [--asm X.fasm]
-                      compile a workload to a binary program (and its assembly)
+                      compile a workload (.yaml or ONNX .onnx) to a binary program (and its
+                      assembly)
   asm IN.fasm|- -o OUT.fbin
                       assemble a text program
   disasm IN.fbin [-o OUT.fasm]
@@ -54,10 +57,12 @@ commands:
   isa list            one line per op of the instruction set
   isa doc [-o FILE]   the op reference in Markdown (isa/README.md is its output)
   verify --unit matrix|vector|sort [--vectors N] [--seed S] [--size RxC] [--lanes L]
-         [--width W] [--wave FILE]
+         [--width W] [--wave FILE] [--coverage [--coverage-out DIR]]
                       directed and N random vectors through the RTL unit and the reference:
                       results bit for bit, cycles against the model's formula; exit 1 on the
-                      first mismatch (vector, sort: --wave writes a VCD of it)
+                      first mismatch (--wave writes a VCD of it); --coverage runs the
+                      coverage-instrumented build, writes DIR/coverage.dat (default
+                      results/runs/verify-UNIT-coverage) and prints points covered per kind
   help                this text
 )";
 
@@ -175,7 +180,7 @@ int cmd_compile(const std::vector<std::string>& args) {
   pos.add("workload", 1);
   parse("compile", args, opts, pos);
   const isa::OpTable& ops = isa::OpTable::builtin();
-  compiler::Compilation c = compiler::compile_with_plan(compiler::load_workload(workload), ops);
+  compiler::Compilation c = compiler::compile_with_plan(cli::load_workload_file(workload), ops);
   const std::vector<uint8_t> bytes = isa::encode_program(c.program);
   cli::write_file_atomically(out, std::string(bytes.begin(), bytes.end()));
   if (!asm_out.empty()) cli::write_file_atomically(asm_out, isa::disassemble(c.program, ops));

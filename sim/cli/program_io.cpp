@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "compiler/lowering.h"
+#include "compiler/onnx_import.h"
 #include "compiler/workload.h"
 #include "isa/assembly.h"
 #include "isa/encoding.h"
@@ -33,18 +34,31 @@ std::string read_text(const std::string& path) {
 
 }  // namespace
 
+bool is_workload_path(const std::string& path) {
+  return ends_with(path, ".yaml") || ends_with(path, ".yml") || ends_with(path, ".onnx");
+}
+
+compiler::Workload load_workload_file(const std::string& path) {
+  if (ends_with(path, ".onnx")) return compiler::load_onnx(path);
+  if (ends_with(path, ".yaml") || ends_with(path, ".yml")) return compiler::load_workload(path);
+  throw ConfigError(
+      fmt::format("{}: unknown workload format (expected a workload .yaml or an ONNX model "
+                  ".onnx)",
+                  path));
+}
+
 isa::Program load_program(const std::string& path, const isa::OpTable& ops) {
   isa::Program p;
-  if (ends_with(path, ".yaml") || ends_with(path, ".yml")) {
-    p = compiler::compile(compiler::load_workload(path), ops);
+  if (is_workload_path(path)) {
+    p = compiler::compile(load_workload_file(path), ops);
   } else if (ends_with(path, ".fbin")) {
     p = isa::decode_program(isa::read_file_bytes(path), path);
   } else if (ends_with(path, ".fasm") || path == "-") {
     p = isa::assemble(read_text(path), path == "-" ? "<stdin>" : path, ops);
   } else {
     throw ConfigError(
-        fmt::format("{}: unknown program format (expected a workload .yaml, a "
-                    ".fbin or a .fasm file)",
+        fmt::format("{}: unknown program format (expected a workload .yaml, an ONNX model "
+                    ".onnx, a .fbin or a .fasm file)",
                     path));
   }
   isa::validate_program(p, ops, path);

@@ -1,0 +1,405 @@
+#include "compiler/onnx_import.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "compiler/onnx_importer.h"
+#include "compiler/onnx_tensor.h"
+
+namespace fracsim::compiler {
+
+std::optional<isa::DType> dtype_from_onnx(int32_t elem_type) {
+  switch (elem_type) {
+    case onnx::TensorProto::FLOAT:
+      return isa::DType::f32;
+    case onnx::TensorProto::INT32:
+      return isa::DType::i32;
+    case onnx::TensorProto::INT16:
+      return isa::DType::i16;
+    case onnx::TensorProto::INT8:
+      return isa::DType::i8;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::string onnx_type_name(int32_t elem_type) {
+  if (!onnx::TensorProto::DataType_IsValid(elem_type)) return fmt::format("type {}", elem_type);
+  return onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(elem_type));
+}
+
+Workload load_onnx(const std::string& path) { return load_onnx(path, {}); }
+
+Workload load_onnx(const std::string& path,
+                   const std::map<std::string, onnx::TensorProto>& input_values) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(fmt::format("{}: cannot open file", path));
+  onnx::ModelProto model;
+  if (!model.ParseFromIstream(&in))
+    throw ConfigError(
+        fmt::format("{}: not an ONNX model (the file does not parse as an ONNX "
+                    "ModelProto)",
+                    path));
+  return import_onnx(model, path, input_values);
+}
+
+Workload import_onnx(const onnx::ModelProto& model, const std::string& file,
+                     const std::map<std::string, onnx::TensorProto>& input_values) {
+  return OnnxImporter(model, file, input_values).run();
+}
+
+NodeAttrs::NodeAttrs(const OnnxImporter& im, const onnx::NodeProto& node,
+                     std::set<std::string> known)
+    : im_(im), node_(node) {
+  for (const onnx::AttributeProto& a : node.attribute())
+    if (!known.count(a.name()))
+      throw im.error(node, fmt::format("attribute '{}' is not supported", a.name()));
+}
+
+const onnx::AttributeProto* NodeAttrs::find(const std::string& name) const {
+  for (const onnx::AttributeProto& a : node_.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+int64_t NodeAttrs::get_int(const std::string& name, int64_t fallback) const {
+  const onnx::AttributeProto* a = find(name);
+  if (!a) return fallback;
+  if (a->type() != onnx::AttributeProto::INT)
+    throw im_.error(node_, fmt::format("attribute '{}' must be an integer", name));
+  return a->i();
+}
+
+double NodeAttrs::get_float(const std::string& name, double fallback) const {
+  const onnx::AttributeProto* a = find(name);
+  if (!a) return fallback;
+  if (a->type() != onnx::AttributeProto::FLOAT)
+    throw im_.error(node_, fmt::format("attribute '{}' must be a float", name));
+  return a->f();
+}
+
+std::string NodeAttrs::get_string(const std::string& name, const std::string& fallback) const {
+  const onnx::AttributeProto* a = find(name);
+  if (!a) return fallback;
+  if (a->type() != onnx::AttributeProto::STRING)
+    throw im_.error(node_, fmt::format("attribute '{}' must be a string", name));
+  return a->s();
+}
+
+std::optional<std::vector<int64_t>> NodeAttrs::get_ints(const std::string& name) const {
+  const onnx::AttributeProto* a = find(name);
+  if (!a) return std::nullopt;
+  if (a->type() != onnx::AttributeProto::INTS)
+    throw im_.error(node_, fmt::format("attribute '{}' must be a list of integers", name));
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+OnnxImporter::OnnxImporter(const onnx::ModelProto& model, std::string file,
+                           const std::map<std::string, onnx::TensorProto>& input_values)
+    : model_(model), file_(std::move(file)), input_values_(input_values) {}
+
+ConfigError OnnxImporter::error(const onnx::NodeProto& node, const std::string& message) const {
+  const std::string who = node.name().empty() ? fmt::format("node {}", node_index_)
+                                              : fmt::format("node '{}'", node.name());
+  return ConfigError(fmt::format("{}: {} ({}): {}", file_, who, node.op_type(), message));
+}
+
+Workload OnnxImporter::run() {
+  const onnx::GraphProto& g = model_.graph();
+  for (const onnx::OperatorSetIdProto& o : model_.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+  std::string name = g.name();
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  w_.name = name.empty() ? std::filesystem::path(file_).stem().string() : name;
+  w_.file = file_;
+  // ONNX's own shape inference, as a check of the shapes the importer works out per node (it
+  // cannot see the values given to inputs, so it leaves some shapes open).
+  // A model it rejects is an error too, reported after the import's own checks (which name
+  // the node and attribute at fault, when there is one).
+  inferred_model_ = model_;
+  std::string rejected;
+  try {
+    onnx::shape_inference::InferShapes(inferred_model_);
+  } catch (const std::exception& e) {
+    rejected = e.what();
+  }
+  auto note = [&](const onnx::ValueInfoProto& v) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
+    isa::Shape s;
+    for (const auto& d : v.type().tensor_type().shape().dim()) {
+      if (!d.has_dim_value()) return;
+      s.push_back(d.dim_value());
+    }
+    inferred_[v.name()] = s;
+  };
+  if (rejected.empty()) {
+    for (const auto& v : inferred_model_.graph().value_info()) note(v);
+    for (const auto& v : inferred_model_.graph().output()) note(v);
+  }
+
+  read_inputs();
+  for (node_index_ = 0; node_index_ < g.node_size(); ++node_index_)
+    import_node(g.node(node_index_));
+  for (const onnx::ValueInfoProto& out : g.output()) {
+    auto c = constants_.find(out.name());
+    if (!w_.find_tensor(out.name()) && c != constants_.end()) add_constant_output(c->second);
+    const TensorDesc* t = w_.find_tensor(out.name());
+    bool computed = false;
+    for (const Layer& l : w_.layers) {
+      computed = computed || l.name == out.name();
+      for (const TensorDesc& m : l.more_outputs) computed = computed || m.name == out.name();
+    }
+    if (!t || !computed)
+      throw ConfigError(
+          fmt::format("{}: graph output '{}' is not computed by any node (an "
+                      "output must be a node's output)",
+                      file_, out.name()));
+    if (!w_.is_output(out.name())) w_.outputs.push_back(out.name());
+  }
+  if (!rejected.empty())
+    throw ConfigError(
+        fmt::format("{}: ONNX shape inference rejects the model: {}", file_, rejected));
+  if (w_.outputs.empty()) throw ConfigError(fmt::format("{}: the graph has no outputs", file_));
+  if (w_.layers.empty()) throw ConfigError(fmt::format("{}: the graph has no nodes", file_));
+  return std::move(w_);
+}
+
+// A graph output that is a constant: the constant as a weight "<name>.value", copied into a
+// layer that computes the output.
+void OnnxImporter::add_constant_output(const onnx::TensorProto& c) {
+  auto dt = dtype_from_onnx(c.data_type());
+  if (!dt)
+    throw ConfigError(
+        fmt::format("{}: graph output '{}' has dtype {}, which the ISA lacks (it "
+                    "has f32, i32, i16, i8)",
+                    file_, c.name(), onnx_type_name(c.data_type())));
+  if (!tensor_has_data(c))
+    throw ConfigError(
+        fmt::format("{}: graph output '{}' is a constant without data", file_, c.name()));
+  TensorDesc value{c.name() + ".value", *dt, tensor_shape(c)};
+  w_.inputs.push_back(value);
+  w_.contents[value.name] = tensor_bytes(c, *dt);
+  w_.weights.insert(value.name);
+  Layer l;
+  l.name = c.name();
+  l.kind = LayerKind::eltwise;
+  l.fn = "max";
+  l.inputs = {value.name};
+  l.output = {c.name(), *dt, value.shape};
+  w_.layers.push_back(std::move(l));
+}
+
+void OnnxImporter::read_inputs() {
+  const onnx::GraphProto& g = model_.graph();
+  for (const onnx::TensorProto& t : g.initializer()) constants_[t.name()] = t;
+  for (const onnx::ValueInfoProto& v : g.input()) {
+    auto given = input_values_.find(v.name());
+    if (given != input_values_.end()) {
+      constants_[v.name()] = given->second;
+      continue;
+    }
+    if (constants_.count(v.name())) continue;  // an initializer listed as an input too
+    graph_inputs_[v.name()] = &v;
+  }
+  for (const auto& [name, value] : input_values_) {
+    bool declared = false;
+    for (const onnx::ValueInfoProto& v : g.input()) declared = declared || v.name() == name;
+    if (!declared)
+      throw ConfigError(
+          fmt::format("{}: a value is given for '{}', which is no graph input", file_, name));
+  }
+  // Inputs without a value become the workload's inputs in declaration order, when their
+  // dtype is the ISA's (others can only be refused where a node uses them).
+  for (const onnx::ValueInfoProto& v : g.input()) {
+    if (!graph_inputs_.count(v.name())) continue;
+    const auto& tt = v.type().tensor_type();
+    auto dt = dtype_from_onnx(tt.elem_type());
+    if (!dt) continue;
+    TensorDesc t{v.name(), *dt, {}};
+    if (!tt.has_shape())
+      throw ConfigError(fmt::format("{}: input '{}' has no shape (fracsim needs static shapes)",
+                                    file_, v.name()));
+    for (const auto& d : tt.shape().dim()) {
+      if (!d.has_dim_value() || d.dim_value() <= 0)
+        throw ConfigError(fmt::format(
+            "{}: input '{}' has a dynamic or empty dim '{}' (fracsim needs static shapes of "
+            "positive extents)",
+            file_, v.name(), d.has_dim_param() ? d.dim_param() : std::to_string(d.dim_value())));
+      t.shape.push_back(d.dim_value());
+    }
+    w_.inputs.push_back(t);
+  }
+}
+
+const TensorDesc& OnnxImporter::data(const Node& n, int i, std::vector<isa::DType> dtypes) {
+  if (dtypes.empty()) dtypes = {isa::DType::f32};
+  if (!has_input(n, i)) throw error(n, fmt::format("input {} is missing", i));
+  const std::string& name = n.input(i);
+  const TensorDesc* t = w_.find_tensor(name);
+  if (!t) {
+    auto c = constants_.find(name);
+    auto gi = graph_inputs_.find(name);
+    if (c != constants_.end()) {
+      auto dt = dtype_from_onnx(c->second.data_type());
+      if (!dt)
+        throw error(n, fmt::format("input '{}' has dtype {}, which the ISA lacks (it has f32, "
+                                   "i32, i16, i8)",
+                                   name, onnx_type_name(c->second.data_type())));
+      TensorDesc d{name, *dt, tensor_shape(c->second)};
+      for (int64_t e : d.shape)
+        if (e <= 0)
+          throw error(
+              n, fmt::format("input '{}' has an empty shape {}", name, isa::shape_str(d.shape)));
+      if (tensor_has_data(c->second)) w_.contents[name] = tensor_bytes(c->second, *dt);
+      if (!input_values_.count(name)) w_.weights.insert(name);
+      w_.inputs.push_back(d);
+    } else if (gi != graph_inputs_.end()) {
+      throw error(n,
+                  fmt::format("input '{}' has dtype {}, which the ISA lacks (it has f32, i32, "
+                              "i16, i8)",
+                              name, onnx_type_name(gi->second->type().tensor_type().elem_type())));
+    } else {
+      throw error(n, fmt::format("input '{}' is not defined before the node", name));
+    }
+    t = &w_.inputs.back();
+  }
+  if (std::find(dtypes.begin(), dtypes.end(), t->dtype) == dtypes.end()) {
+    std::vector<std::string> names;
+    for (isa::DType d : dtypes) names.emplace_back(isa::dtype_name(d));
+    throw error(n, fmt::format("input '{}' has dtype {}; this op takes {}", name,
+                               isa::dtype_name(t->dtype), fmt::join(names, ", ")));
+  }
+  if (t->shape.size() > 6)
+    throw error(n, fmt::format("input '{}' {} has rank {}; fracsim takes tensors of rank 6 or less",
+                               name, isa::shape_str(t->shape), t->shape.size()));
+  return *t;
+}
+
+std::vector<int64_t> OnnxImporter::constant_ints(const Node& n, int i,
+                                                 const std::string& what) const {
+  const std::string& name = n.input(i);
+  auto c = constants_.find(name);
+  if (c == constants_.end())
+    throw error(n, fmt::format("input '{}' ({}) must be a constant: an initializer, a Constant "
+                               "node's output or an input given a value",
+                               name, what));
+  if (!tensor_has_data(c->second))
+    throw error(n, fmt::format("input '{}' ({}) has no data", name, what));
+  const int32_t type = c->second.data_type();
+  if (type != onnx::TensorProto::INT64 && type != onnx::TensorProto::INT32)
+    throw error(n, fmt::format("input '{}' ({}) must be int64 or int32, got {}", name, what,
+                               onnx_type_name(type)));
+  return tensor_ints(c->second);
+}
+
+void OnnxImporter::check_outputs(const Node& n, int allowed) const {
+  for (int i = allowed; i < n.output_size(); ++i)
+    if (!n.output(i).empty())
+      throw error(n, fmt::format("output {} ('{}') is not supported", i, n.output(i)));
+}
+
+void OnnxImporter::require_rank(const Node& n, const TensorDesc& t, size_t lo, size_t hi) const {
+  if (t.shape.size() < lo || t.shape.size() > hi)
+    throw error(n, lo == hi ? fmt::format("input '{}' {} must have rank {}", t.name,
+                                          isa::shape_str(t.shape), lo)
+                            : fmt::format("input '{}' {} must have a rank from {} to {}", t.name,
+                                          isa::shape_str(t.shape), lo, hi));
+}
+
+Layer& OnnxImporter::add_layer(const Node& n, LayerKind kind, std::vector<std::string> inputs,
+                               isa::DType dtype, isa::Shape shape, const std::string& layer) {
+  if (n.output_size() < 1 || n.output(0).empty()) throw error(n, "the node has no output");
+  const std::string name = layer.empty() ? n.output(0) : layer;
+  if (w_.find_tensor(name) || constants_.count(name))
+    throw error(n, fmt::format("output '{}' is already defined", name));
+  for (int64_t e : shape)
+    if (e <= 0)
+      throw error(n, fmt::format("the output '{}' would have the shape {}; fracsim takes no "
+                                 "empty tensors",
+                                 name, isa::shape_str(shape)));
+  Layer l;
+  l.name = name;
+  l.kind = kind;
+  l.inputs = std::move(inputs);
+  l.output = {name, dtype, std::move(shape)};
+  check_inferred(n, l.output);
+  w_.layers.push_back(std::move(l));
+  return w_.layers.back();
+}
+
+void OnnxImporter::check_inferred(const Node& n, const TensorDesc& t) const {
+  auto it = inferred_.find(t.name);
+  if (it == inferred_.end() || it->second == t.shape) return;
+  throw InternalError(fmt::format(
+      "{}: node {} ({}): output '{}' is {} but ONNX shape inference "
+      "says {}",
+      file_, n.name(), n.op_type(), t.name, isa::shape_str(t.shape), isa::shape_str(it->second)));
+}
+
+void OnnxImporter::import_node(const Node& n) {
+  if (!n.domain().empty() && n.domain() != "ai.onnx")
+    throw error(
+        n, fmt::format("op domain '{}' is not supported (only the default domain)", n.domain()));
+  using Import = std::function<void(OnnxImporter&, const Node&)>;
+  static const std::map<std::string, Import> kOps = {
+      {"Conv", [](OnnxImporter& im, const Node& n) { im.import_conv(n); }},
+      {"ConvTranspose", [](OnnxImporter& im, const Node& n) { im.import_conv_transpose(n); }},
+      {"MaxPool", [](OnnxImporter& im, const Node& n) { im.import_pool(n, LayerKind::maxpool); }},
+      {"AveragePool",
+       [](OnnxImporter& im, const Node& n) { im.import_pool(n, LayerKind::avgpool); }},
+      {"GlobalAveragePool",
+       [](OnnxImporter& im, const Node& n) {
+         im.import_global_pool(n, LayerKind::global_avgpool);
+       }},
+      {"GlobalMaxPool", [](OnnxImporter& im,
+                           const Node& n) { im.import_global_pool(n, LayerKind::global_maxpool); }},
+      {"Gemm", [](OnnxImporter& im, const Node& n) { im.import_gemm(n); }},
+      {"MatMul", [](OnnxImporter& im, const Node& n) { im.import_matmul(n); }},
+      {"Add", [](OnnxImporter& im, const Node& n) { im.import_eltwise(n, "add", 2, 2); }},
+      {"Sub", [](OnnxImporter& im, const Node& n) { im.import_eltwise(n, "sub", 2, 2); }},
+      {"Mul", [](OnnxImporter& im, const Node& n) { im.import_eltwise(n, "mul", 2, 2); }},
+      {"Div", [](OnnxImporter& im, const Node& n) { im.import_eltwise(n, "div", 2, 2); }},
+      {"Max", [](OnnxImporter& im, const Node& n) { im.import_eltwise(n, "max", 1, 1 << 20); }},
+      {"Min", [](OnnxImporter& im, const Node& n) { im.import_eltwise(n, "min", 1, 1 << 20); }},
+      {"Relu", [](OnnxImporter& im, const Node& n) { im.import_activation(n, LayerKind::relu); }},
+      {"LeakyRelu",
+       [](OnnxImporter& im, const Node& n) { im.import_activation(n, LayerKind::leaky_relu); }},
+      {"Sigmoid",
+       [](OnnxImporter& im, const Node& n) { im.import_activation(n, LayerKind::sigmoid); }},
+      {"Tanh", [](OnnxImporter& im, const Node& n) { im.import_activation(n, LayerKind::tanh); }},
+      {"Exp", [](OnnxImporter& im, const Node& n) { im.import_activation(n, LayerKind::exp); }},
+      {"Softmax",
+       [](OnnxImporter& im, const Node& n) { im.import_softmax(n, LayerKind::softmax); }},
+      {"LogSoftmax",
+       [](OnnxImporter& im, const Node& n) { im.import_softmax(n, LayerKind::log_softmax); }},
+      {"BatchNormalization", [](OnnxImporter& im, const Node& n) { im.import_batchnorm(n); }},
+      {"LRN", [](OnnxImporter& im, const Node& n) { im.import_lrn(n); }},
+      {"Flatten", [](OnnxImporter& im, const Node& n) { im.import_flatten(n); }},
+      {"Reshape", [](OnnxImporter& im, const Node& n) { im.import_reshape(n); }},
+      {"Transpose", [](OnnxImporter& im, const Node& n) { im.import_transpose(n); }},
+      {"Concat", [](OnnxImporter& im, const Node& n) { im.import_concat(n); }},
+      {"ReduceSum", [](OnnxImporter& im, const Node& n) { im.import_reduce(n, "sum"); }},
+      {"ReduceMean", [](OnnxImporter& im, const Node& n) { im.import_reduce(n, "mean"); }},
+      {"ReduceMax", [](OnnxImporter& im, const Node& n) { im.import_reduce(n, "max"); }},
+      {"ReduceMin", [](OnnxImporter& im, const Node& n) { im.import_reduce(n, "min"); }},
+      {"TopK", [](OnnxImporter& im, const Node& n) { im.import_topk(n); }},
+      {"LayerNormalization", [](OnnxImporter& im, const Node& n) { im.import_layernorm(n); }},
+      {"Constant", [](OnnxImporter& im, const Node& n) { im.import_constant(n); }},
+  };
+  auto op = kOps.find(n.op_type());
+  if (op == kOps.end()) {
+    std::vector<std::string> names;
+    for (const auto& kv : kOps) names.push_back(kv.first);
+    throw error(n, fmt::format("op {} is not supported (fracsim imports {})", n.op_type(),
+                               fmt::join(names, ", ")));
+  }
+  op->second(*this, n);
+}
+
+}  // namespace fracsim::compiler

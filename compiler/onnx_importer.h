@@ -1,0 +1,111 @@
+// The ONNX importer itself (internal to compiler/): graph tensors, constants, attribute access
+// with messages naming the node, and one import_* method per op type. onnx_import.cpp holds the
+// model walk, tensors and constants; onnx_nodes.cpp and onnx_window_nodes.cpp the ops.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/onnx_import.h"
+#include "isa/error.h"
+
+namespace fracsim::compiler {
+
+class OnnxImporter;
+
+// The attributes of one node: every attribute must be read through this (or listed as
+// ignored), so that an attribute fracsim does not handle is an error rather than skipped.
+class NodeAttrs {
+ public:
+  NodeAttrs(const OnnxImporter& im, const onnx::NodeProto& node, std::set<std::string> known);
+
+  bool has(const std::string& name) const { return find(name) != nullptr; }
+  int64_t get_int(const std::string& name, int64_t fallback) const;
+  double get_float(const std::string& name, double fallback) const;
+  std::string get_string(const std::string& name, const std::string& fallback) const;
+  std::optional<std::vector<int64_t>> get_ints(const std::string& name) const;
+  const onnx::AttributeProto* find(const std::string& name) const;
+
+ private:
+  const OnnxImporter& im_;
+  const onnx::NodeProto& node_;
+};
+
+class OnnxImporter {
+ public:
+  OnnxImporter(const onnx::ModelProto& model, std::string file,
+               const std::map<std::string, onnx::TensorProto>& input_values);
+  Workload run();
+
+  // "FILE: node 'NAME' (OP): message" (the node's index when it has no name).
+  ConfigError error(const onnx::NodeProto& node, const std::string& message) const;
+  const std::string& file() const { return file_; }
+
+ private:
+  using Node = onnx::NodeProto;
+
+  void read_inputs();
+  void add_constant_output(const onnx::TensorProto& c);
+  void import_node(const Node& n);
+  // Compares a layer's output shapes with what ONNX's own shape inference found.
+  void check_inferred(const Node& n, const TensorDesc& t) const;
+
+  // Input i of the node as a tensor of the workload (a constant becomes a weight on first use);
+  // its dtype must be one of `dtypes` (f32 when empty).
+  const TensorDesc& data(const Node& n, int i, std::vector<isa::DType> dtypes = {});
+  bool has_input(const Node& n, int i) const { return i < n.input_size() && !n.input(i).empty(); }
+  // Input i of the node as a compile-time value: its integers (int64, int32).
+  std::vector<int64_t> constant_ints(const Node& n, int i, const std::string& what) const;
+  // Only output 0 (and the first `allowed` outputs) may be used.
+  void check_outputs(const Node& n, int allowed) const;
+  // The layer of node `n` producing output 0; `inputs` are tensor names.
+  Layer& add_layer(const Node& n, LayerKind kind, std::vector<std::string> inputs, isa::DType dtype,
+                   isa::Shape shape, const std::string& name = "");
+  void require_rank(const Node& n, const TensorDesc& t, size_t lo, size_t hi) const;
+
+  void import_conv(const Node& n);
+  void import_conv_transpose(const Node& n);
+  void import_pool(const Node& n, LayerKind kind);
+  void import_global_pool(const Node& n, LayerKind kind);
+  void import_gemm(const Node& n);
+  void import_matmul(const Node& n);
+  void import_eltwise(const Node& n, const std::string& fn, int min_inputs, int max_inputs);
+  void import_activation(const Node& n, LayerKind kind);
+  void import_softmax(const Node& n, LayerKind kind);
+  void import_batchnorm(const Node& n);
+  void import_lrn(const Node& n);
+  void import_flatten(const Node& n);
+  void import_reshape(const Node& n);
+  void import_transpose(const Node& n);
+  void import_concat(const Node& n);
+  void import_reduce(const Node& n, const std::string& fn);
+  void import_topk(const Node& n);
+  void import_layernorm(const Node& n);
+  void import_constant(const Node& n);
+
+  // The window parameters of Conv and the pools: kernel, strides, dilations and pads (explicit
+  // or from auto_pad), and the output's spatial extents.
+  struct Window {
+    std::vector<int64_t> kernel, stride, dilation, padding;
+    isa::Shape out;
+  };
+  Window window(const Node& n, const NodeAttrs& a, const isa::Shape& spatial,
+                const std::vector<int64_t>& kernel, bool ceil_mode) const;
+
+  const onnx::ModelProto& model_;
+  std::string file_;
+  const std::map<std::string, onnx::TensorProto>& input_values_;
+  int64_t opset_ = 1;
+  int node_index_ = 0;
+  Workload w_;
+  std::map<std::string, onnx::TensorProto> constants_;  // initializers, Constant outputs, given
+  std::map<std::string, const onnx::ValueInfoProto*> graph_inputs_;  // without a value
+  std::map<std::string, isa::Shape> inferred_;  // static shapes from ONNX shape inference
+  onnx::ModelProto inferred_model_;
+};
+
+}  // namespace fracsim::compiler
