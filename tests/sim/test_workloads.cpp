@@ -1,11 +1,17 @@
-// The benchmark workloads end to end: AlexNet, VGG-16 and ResNet-50 in timing mode on
-// configs/f1.yaml (exact cycles), and the reduced ResNet-50 in functional mode on
-// configs/tiny.yaml, every output element checked against the reference semantics.
+// The benchmark workloads end to end: every workload in workloads/ (YAML layer lists and the
+// ONNX graphs of scripts/make_workloads) in timing mode on configs/f1.yaml and f100.yaml
+// (exact cycles); ResNet-50's one program on three machine scales; the reduced ResNet-50 and
+// BERT layer in functional mode on configs/tiny.yaml, every output element checked against
+// the reference semantics run on the whole graph.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <map>
+#include <set>
 #include <string>
 
 #include "compiler/lowering.h"
+#include "compiler/onnx_import.h"
 #include "compiler/workload.h"
 #include "isa/encoding.h"
 #include "sim/machine.h"
@@ -18,13 +24,15 @@ namespace {
 
 const std::string kRoot = FRACSIM_SOURCE_DIR;
 
-// Through the binary form, as `fracsim run -w x.fbin` does.
+// Through the binary form, as `fracsim run -w x.fbin` does. `workload` is a file name in
+// workloads/ without its extension (.yaml, else .onnx).
 isa::Program program(const std::string& workload) {
-  return isa::decode_program(
-      isa::encode_program(
-          compiler::compile(compiler::load_workload(kRoot + "/workloads/" + workload + ".yaml"),
-                            isa::OpTable::builtin())),
-      workload + ".fbin");
+  const std::string base = kRoot + "/workloads/" + workload;
+  const compiler::Workload w = std::filesystem::exists(base + ".yaml")
+                                   ? compiler::load_workload(base + ".yaml")
+                                   : compiler::load_onnx(base + ".onnx");
+  return isa::decode_program(isa::encode_program(compiler::compile(w, isa::OpTable::builtin())),
+                             workload + ".fbin");
 }
 
 RunResult run_on(const std::string& config, const isa::Program& p, Mode mode) {
@@ -34,17 +42,71 @@ RunResult run_on(const std::string& config, const isa::Program& p, Mode mode) {
 
 }  // namespace
 
-TEST_CASE("AlexNet, VGG-16 and ResNet-50 run in timing mode on f1.yaml: exact cycles") {
-  // Regenerate with `fracsim run -m configs/f1.yaml -w workloads/NAME.yaml`; a change is a
-  // reviewed change of the compiler or the machine model.
-  const std::vector<std::pair<std::string, uint64_t>> expect = {
-      {"alexnet", 1065132}, {"vgg16", 12088665}, {"resnet50", 4013041}};
+TEST_CASE("every workload in workloads/ runs in timing mode on f1.yaml and f100.yaml") {
+  // Exact cycles: regenerate with `fracsim run -m configs/f1.yaml -w workloads/NAME.onnx` (and
+  // f100.yaml); a change is a reviewed change of the compiler or the machine model. A workload
+  // added to workloads/ must be added here.
+  const std::map<std::string, std::pair<uint64_t, uint64_t>> expect = {
+      {"mlp", {78983, 39612}},
+      {"alexnet", {1065132, 476162}},
+      {"vgg16", {12088665, 4459966}},
+      {"resnet50", {4013041, 2057136}},
+      {"resnet50-small", {60223, 441925}},
+      {"mobilenetv2", {981239, 834294}},
+      {"lstm", {4563787, 3165654}},
+      {"bert-base", {604968, 206567}},
+      {"bert-small", {10844, 75178}},
+      {"gpt2", {5821984, 1183606}},
+      {"knn", {2820187, 560590}},
+      {"kmeans", {1136660, 538576}},
+      {"sort", {331674, 83650}},
+  };
+  std::set<std::string> found;
+  for (const auto& e : std::filesystem::directory_iterator(kRoot + "/workloads")) {
+    const std::string ext = e.path().extension().string();
+    if (ext == ".yaml" || ext == ".onnx") found.insert(e.path().stem().string());
+  }
+  std::set<std::string> listed;
+  for (const auto& [name, cycles] : expect) listed.insert(name);
+  CHECK(found == listed);
   for (const auto& [name, cycles] : expect) {
     CAPTURE(name);
-    RunResult r = run_on("f1.yaml", program(name), Mode::timing);
-    CHECK(r.folded);
-    CHECK(r.cycles == cycles);
+    const isa::Program p = program(name);
+    const auto [f1, f100] = cycles;
+    for (const auto& [config, want] : {std::pair{"f1.yaml", f1}, std::pair{"f100.yaml", f100}}) {
+      CAPTURE(config);
+      RunResult r = run_on(config, p, Mode::timing);
+      CHECK(r.folded);
+      CHECK(r.cycles == want);
+    }
   }
+}
+
+TEST_CASE("one ResNet-50 program on three machine scales (the fractal promise)") {
+  // One .fbin, unchanged, on a 16-leaf machine of the scale design, on f1 (32 leaves) and on
+  // the multi-chip f100: each decomposes it for its own tree.
+  const isa::Program p = program("resnet50");
+  const std::vector<uint8_t> bytes = isa::encode_program(p);
+  const std::vector<std::pair<std::string, uint64_t>> expect = {
+      {"scale/leaves-0016.yaml", 4978953}, {"f1.yaml", 4013041}, {"f100.yaml", 2057136}};
+  for (const auto& [config, cycles] : expect) {
+    CAPTURE(config);
+    CHECK(isa::encode_program(p) == bytes);
+    CHECK(run_on(config, isa::decode_program(bytes, "resnet50.fbin"), Mode::timing).cycles ==
+          cycles);
+  }
+}
+
+TEST_CASE("the reduced BERT layer on tiny.yaml matches the reference element by element") {
+  // workloads/bert-small.onnx: the bert-base graph at seq 16, hidden 64, 2 heads, FFN 256.
+  const isa::Program p = program("bert-small");
+  RunResult r = run_on("tiny.yaml", p, Mode::functional);
+  std::vector<OutputCheck> checks = check_outputs(p, isa::OpTable::builtin(), r.memory);
+  REQUIRE(checks.size() == 1);
+  CHECK(checks[0].shape == "f32[1,16,64]");
+  CHECK(checks[0].elements == 1024);
+  CHECK(checks[0].match());
+  CHECK(run_on("tiny.yaml", p, Mode::timing).cycles == r.cycles);
 }
 
 TEST_CASE("the reduced ResNet-50 on tiny.yaml matches the reference element by element") {
