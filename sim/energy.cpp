@@ -70,7 +70,7 @@ std::vector<LevelActions> run_actions(const MachineSpec& spec, const RunResult& 
   std::vector<NodeStats> totals(n);
   for (const NodeReport& node : run.nodes) {
     FRACSIM_ASSERT(node.level + 1 >= 0 && static_cast<size_t>(node.level + 1) < n,
-                   "node {} at level {}", node.path, node.level);
+                   "node {} at level {}", &node - run.nodes.data(), node.level);
     totals[static_cast<size_t>(node.level + 1)] += node.stats;
   }
   const DTypeCounts matrix_work = program_work(program, ops, true);

@@ -162,7 +162,8 @@ std::vector<int64_t> congruence_key(const isa::Instruction& instr) {
 }
 
 void check_smallest_piece(const isa::OpDef& op, const isa::OpTable& ops,
-                          const isa::Instruction& instr, const NodeShape& node) {
+                          const isa::Instruction& instr, const NodeShape& node,
+                          std::set<std::vector<int64_t>>* fits) {
   const std::vector<int64_t> ext = isa::dim_extents(op, instr);
   isa::PieceRange r{std::vector<int64_t>(ext.size(), 0), ext};
   for (size_t d = 0; d < ext.size(); ++d) {
@@ -170,9 +171,16 @@ void check_smallest_piece(const isa::OpDef& op, const isa::OpTable& ops,
     if (k == isa::DimKind::parallel || k == isa::DimKind::reduce)
       r.len[d] = std::min<int64_t>(ext[d], 1);
   }
+  const isa::Instruction piece = isa::slice_instruction(op, instr, r);
+  std::vector<int64_t> key;
+  if (fits) {
+    key = congruence_key(piece);
+    if (fits->count(key)) return;
+  }
   isa::sequential(
-      op, ops, isa::slice_instruction(op, instr, r),
+      op, ops, piece,
       isa::NodeBudget{sub_block(node.capacity, node.pipeline_depth), node.fanout, node.where});
+  if (fits) fits->insert(std::move(key));
 }
 
 std::string instruction_text(const isa::OpDef& op, const isa::Instruction& instr) {

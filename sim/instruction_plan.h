@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -70,8 +71,11 @@ std::vector<int64_t> congruence_key(const isa::Instruction& instr);
 
 // Fails with isa::sequential's ConfigError (naming `node.where`, the op and its largest
 // operand) when even the smallest legal piece of `instr` does not fit a sub-block of the node.
+// `fits` (optional) holds the congruence keys of smallest pieces already found to fit this
+// node: those are not decomposed again (they decompose alike).
 void check_smallest_piece(const isa::OpDef& op, const isa::OpTable& ops,
-                          const isa::Instruction& instr, const NodeShape& node);
+                          const isa::Instruction& instr, const NodeShape& node,
+                          std::set<std::vector<int64_t>>* fits = nullptr);
 
 // "matmul a=f32@0x0[64,784:784,1] b=... out=... accumulate=0", for messages.
 std::string instruction_text(const isa::OpDef& op, const isa::Instruction& instr);

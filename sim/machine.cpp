@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -41,6 +42,7 @@ void fresh_simcontext() {
 
 // Rejects, before simulating, a machine on which some instruction cannot be split small enough.
 void check_pieces_fit(const MachineSpec& spec, const isa::OpTable& ops, const isa::Program& p) {
+  std::vector<std::set<std::vector<int64_t>>> fits(spec.levels.size());  // per level
   for (size_t i = 0; i < p.instructions.size(); ++i) {
     const isa::Instruction& in = p.instructions[i];
     const isa::OpDef& op = ops.get(in.opcode);
@@ -50,7 +52,8 @@ void check_pieces_fit(const MachineSpec& spec, const isa::OpTable& ops, const is
       check_smallest_piece(op, ops, in,
                            NodeShape{ls.memory.capacity, ls.controller.pipeline_depth, fanout,
                                      fmt::format("{}: level {}, program {} instruction {}",
-                                                 spec.file, ls.name, p.name, i + 1)});
+                                                 spec.file, ls.name, p.name, i + 1)},
+                           &fits[l]);
     }
   }
 }

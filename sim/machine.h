@@ -35,10 +35,13 @@ struct SimOptions {
 };
 
 struct NodeReport {
-  std::string path;  // "root", "root.cluster0.core1"
   int level = -1;    // -1 for the root
   NodeStats stats;
 };
+
+// The paths of a machine's nodes in the report's order (the root, then level by level, each
+// level's nodes in order): "root", "root.cluster0", "root.cluster0.core1", ...
+std::vector<std::string> node_paths(const MachineSpec& spec);
 
 struct RunResult {
   Mode mode = Mode::timing;

@@ -16,20 +16,12 @@ MachineTree::MachineTree(const MachineSpec& spec) {
 
   reports_.resize(begin_[tiers]);
   state_.resize(begin_[tiers]);
-  reports_[0].path = "root";
+  names_.assign(1, "root");
   for (size_t t = 1; t < tiers; ++t) {
     const LevelSpec& ls = spec.levels[t - 1];
-    const auto f = static_cast<size_t>(fanout_[t - 1]);
+    names_.push_back(ls.name);
     for (size_t j = 0; j < begin_[t + 1] - begin_[t]; ++j) {
-      NodeReport& n = reports_[begin_[t] + j];
-      const std::string& parent = reports_[begin_[t - 1] + j / f].path;
-      const std::string index = std::to_string(j % f);
-      n.path.reserve(parent.size() + 1 + ls.name.size() + index.size());  // one allocation
-      n.path += parent;
-      n.path += '.';
-      n.path += ls.name;
-      n.path += index;
-      n.level = static_cast<int>(t) - 1;
+      reports_[begin_[t] + j].level = static_cast<int>(t) - 1;
       state_[begin_[t] + j].tpt = TensorPermutationTable(ls.memory.capacity);
     }
   }
@@ -136,6 +128,46 @@ void MachineTree::unfold(const FoldRound& round) {
 std::vector<NodeReport> MachineTree::take_reports() {
   for (size_t id = 0; id < reports_.size(); ++id) materialize(id);  // parents first
   return std::move(reports_);
+}
+
+std::string MachineTree::path(size_t id) const {
+  std::vector<size_t> index;  // child index at each tier, deepest first
+  size_t t = tier(id), j = id - begin_[t];
+  for (; t > 0; --t) {
+    const auto f = static_cast<size_t>(fanout_[t - 1]);
+    index.push_back(j % f);
+    j /= f;
+  }
+  std::string p = names_[0];
+  for (size_t k = index.size(); k-- > 0;) {
+    p += '.';
+    p += names_[index.size() - k];
+    p += std::to_string(index[k]);
+  }
+  return p;
+}
+
+std::vector<std::string> node_paths(const MachineSpec& spec) {
+  std::vector<std::string> paths{"root"};
+  size_t first = 0, count = 1;  // the previous level's nodes in `paths`
+  for (const LevelSpec& ls : spec.levels) {
+    const size_t begin = paths.size();
+    paths.reserve(begin + count * static_cast<size_t>(ls.fanout));
+    for (size_t j = 0; j < count; ++j)
+      for (int c = 0; c < ls.fanout; ++c) {
+        const std::string& parent = paths[first + j];
+        std::string p;
+        p.reserve(parent.size() + ls.name.size() + 8);
+        p += parent;
+        p += '.';
+        p += ls.name;
+        p += std::to_string(c);
+        paths.push_back(std::move(p));
+      }
+    first = begin;
+    count *= static_cast<size_t>(ls.fanout);
+  }
+  return paths;
 }
 
 size_t MachineTree::preorder(size_t id) const {

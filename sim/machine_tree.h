@@ -1,5 +1,5 @@
 // Every node of the machine as the report sees it, whether or not a SystemC Node simulates it:
-// its path, counters and tensor permutation table. With folding, one simulated Node plays one
+// its counters and tensor permutation table (its path is computed from its number). With folding, one simulated Node plays one
 // tree node at a time and stands for the congruent others; their counters and state are
 // copied from it.
 //
@@ -27,7 +27,7 @@ class MachineTree {
   explicit MachineTree(const MachineSpec& spec);
 
   size_t size() const { return reports_.size(); }
-  const std::string& path(size_t id) const { return reports_[id].path; }  // "root.cluster0"
+  std::string path(size_t id) const;  // "root.cluster0.core1", built when asked (messages)
   int level(size_t id) const { return reports_[id].level; }               // -1 for the root
   // Counters of a concrete node (one a Node is playing, or any node after take_reports).
   NodeStats& stats(size_t id) { return reports_[id].stats; }
@@ -110,6 +110,7 @@ class MachineTree {
   std::vector<int> fanout_;      // [tier]: children of a node of that tier (0 at the leaves)
   std::vector<size_t> begin_;    // [tier]: its first id; [tiers]: size()
   std::vector<size_t> subtree_;  // [tier]: nodes in a subtree rooted at that tier
+  std::vector<std::string> names_;  // [tier]: the level's name ("root" at tier 0)
 };
 
 }  // namespace fracsim::sim

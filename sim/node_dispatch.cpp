@@ -66,10 +66,10 @@ void Node::dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& i
   std::vector<size_t> child(instrs.size());
   for (size_t i = 0; i < instrs.size(); ++i) child[i] = tree.child(tree_node_, static_cast<int>(i));
   std::vector<ChildClass> classes;
+  const int child_depth = ctx_.spec->levels[level_ + 1].controller.pipeline_depth;
   auto place = [&](size_t i, const std::vector<StaticRequest>& requests,
                    const InstructionPlan& plan) {
-    const NodeShape shape = child_shape(child[i]);
-    return tree.tpt(child[i]).place(requests, shape.pipeline_depth * plan.subblock_bytes);
+    return tree.tpt(child[i]).place(requests, child_depth * plan.subblock_bytes);
   };
   if (!ctx_.fold) {
     for (size_t i = 0; i < instrs.size(); ++i) {

@@ -157,8 +157,10 @@ nlohmann::ordered_json stats_json(const MachineSpec& spec, const isa::Program& p
   j["energy_pj"] = energy_json(spec, run_energy(spec, run, program, ops));
   ordered_json nodes = ordered_json::array();
   nodes.get_ref<ordered_json::array_t&>().reserve(run.nodes.size());
-  for (const NodeReport& n : run.nodes) {
-    ordered_json e = {{"path", n.path}};
+  const std::vector<std::string> paths = node_paths(spec);
+  for (size_t i = 0; i < run.nodes.size(); ++i) {
+    const NodeReport& n = run.nodes[i];
+    ordered_json e = {{"path", paths[i]}};
     append_counters(e, n.stats);
     nodes.push_back(std::move(e));
   }

@@ -99,9 +99,9 @@ const isa::Program& mixed_program() {
   return p;
 }
 
-NodeReport node(const std::string& path, int level, uint64_t load, uint64_t store,
-                uint64_t matrix_ops, uint64_t vector_ops, uint64_t lfu) {
-  NodeReport n{path, level, {}};
+NodeReport node(int level, uint64_t load, uint64_t store, uint64_t matrix_ops,
+                uint64_t vector_ops, uint64_t lfu) {
+  NodeReport n{level, {}};
   n.stats[Counter::load_bytes] = load;
   n.stats[Counter::store_bytes] = store;
   n.stats[Counter::matrix_ops] = matrix_ops;
@@ -114,13 +114,13 @@ TEST_CASE("the energy of a run, derived by hand from its action counts and the t
   const MachineSpec spec = parse_machine_spec(kMachine + kTable, "m.yaml");
   RunResult run;
   run.picoseconds = 1000000;  // 1 us
-  run.nodes = {node("root", -1, 0, 0, 0, 0, 0),
-               node("root.cluster0", 0, 600, 100, 0, 0, 50),
-               node("root.cluster1", 0, 400, 100, 0, 0, 0),
-               node("root.cluster0.core0", 1, 300, 40, 2000, 30, 0),
-               node("root.cluster0.core1", 1, 300, 40, 2000, 10, 0),
-               node("root.cluster1.core0", 1, 0, 0, 0, 0, 0),
-               node("root.cluster1.core1", 1, 0, 0, 0, 0, 0)};
+  run.nodes = {node(-1, 0, 0, 0, 0, 0),           // root
+               node(0, 600, 100, 0, 0, 50),        // root.cluster0
+               node(0, 400, 100, 0, 0, 0),         // root.cluster1
+               node(1, 300, 40, 2000, 30, 0),      // root.cluster0.core0
+               node(1, 300, 40, 2000, 10, 0),      // root.cluster0.core1
+               node(1, 0, 0, 0, 0, 0),             // root.cluster1.core0
+               node(1, 0, 0, 0, 0, 0)};            // root.cluster1.core1
   // Level totals: clusters load 1000 B, store 200 B, combine 50 elements; cores load 600 B,
   // store 80 B, do 4000 matrix ops = 2000 MACs (1000 f32 + 1000 i8 by the program's work) and
   // 40 vector ops (8 f32 + 32 i8).
@@ -229,7 +229,7 @@ TEST_CASE("a machine without a table reports energy 0 and says it is not configu
   CHECK_FALSE(spec.effective.contains("energy"));
   RunResult run;
   run.picoseconds = 1000;
-  run.nodes = {node("root", -1, 0, 0, 0, 0, 0), node("root.cluster0", 0, 64, 0, 0, 0, 0)};
+  run.nodes = {node(-1, 0, 0, 0, 0, 0), node(0, 64, 0, 0, 0, 0)};
   const auto j = stats_json(spec, mixed_program(), run, {})["energy_pj"];
   CHECK(j.dump() ==
         R"({"configured":false,"table":null,"total":0.0,"by_level":[)"
