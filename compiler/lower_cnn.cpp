@@ -118,9 +118,29 @@ void GraphLowering::lower_pool(const Layer& l) {
   for (auto& kv : window_attrs(l, dilated)) a.push_back(kv);
   a.emplace_back("count_include_pad", l.count_include_pad ? "1" : "0");
   emit(fmt::format("pool{}d", nsp), {x, y}, a);
+  if (l.more_outputs.empty()) return;
+  // MaxPool's indices (2-D): pool2d_argmax over the same windows, with the element strides of
+  // the flattened input, row major or (storage_order 1) column major in each plane.
+  const TensorDesc& t = l.more_outputs[0];
+  View idx = whole(add_buffer(t, BufferRole::intermediate));
+  tensors_[t.name] = idx;
+  const int64_t c = x.shape[1], h = x.shape[2], w = x.shape[3];
+  AttrValues ia;
+  for (auto& kv : window_attrs(l, dilated)) ia.push_back(kv);
+  ia.emplace_back("index_stride_n", str(c * h * w));
+  ia.emplace_back("index_stride_c", str(h * w));
+  ia.emplace_back("index_stride_h", str(l.storage_order == 0 ? w : 1));
+  ia.emplace_back("index_stride_w", str(l.storage_order == 0 ? 1 : h));
+  for (size_t i = 0; i < nsp; ++i) ia.emplace_back("kernel_" + names[i], str(l.kernel[i]));
+  emit("pool2d_argmax", {x, idx}, ia);
 }
 
 // scale and var in [0.5, 1.5) (var positive), bias and mean in [-0.5, 0.5).
+// Training (ONNX training_mode = 1): the batch's mean and population variance over every dim but
+// the channel, by reduce mean over [C | N, S] (the variance as the mean of the squared
+// deviations: two passes), normalise x with them through the same batchnorm op, and, when the
+// graph uses them, running = given * momentum + batch * (1 - momentum) (momentum and
+// 1 - momentum rounded to f32 once).
 void GraphLowering::lower_batchnorm(const Layer& l) {
   View x = dense(l.inputs[0]);
   const int64_t n = x.shape[0], c = x.shape[1], s = isa::num_elements(x.shape) / (n * c);
@@ -133,8 +153,47 @@ void GraphLowering::lower_batchnorm(const Layer& l) {
         whole(add_weight(l, "mean", {c}, -0.5, 0.5)), whole(add_weight(l, "var", {c}, 0.5, 1.5))};
   }
   View y = output_of(l);
-  emit("batchnorm",
-       {reshaped(x, {n, c, s}), stats[0], stats[1], stats[2], stats[3], reshaped(y, {n, c, s})},
+  View mean = stats[2], var = stats[3];
+  if (l.training) {
+    auto temp = [&](const std::string& suffix, isa::Shape shape) {
+      return whole(add_buffer({l.name + "." + suffix, isa::DType::f32, std::move(shape)},
+                              BufferRole::intermediate));
+    };
+    // [N, C, S] seen as reduce's [C, 1, 1 | N, S, 1], and [C] spread over [N, C, S].
+    auto channel_mean = [&](const View& v, const View& out) {
+      emit("reduce",
+           {View{v.buffer, {c, 1, 1, n, s, 1}, {s, 0, 0, c * s, 1, 0}, v.offset},
+            View{out.buffer, {c, 1, 1}, {1, 0, 0}, out.offset}},
+           {{"fn", "mean"}, {"divisor", str(n * s)}});
+    };
+    auto spread = [&](const View& v) { return View{v.buffer, {n, c, s}, {0, 1, 0}, v.offset}; };
+    const View batch_mean = temp("batch_mean", {c}), batch_var = temp("batch_var", {c});
+    const View centered = temp("centered", {n, c, s});
+    channel_mean(x, batch_mean);
+    emit("eltwise", {reshaped(x, {n, c, s}), spread(batch_mean), centered}, {{"fn", "sub"}});
+    emit("eltwise", {centered, centered, centered}, {{"fn", "mul"}});
+    channel_mean(centered, batch_var);
+    const View given_mean = mean, given_var = var;
+    mean = batch_mean;
+    var = batch_var;
+    View keep{add_scalar(l.name + ".momentum", static_cast<float>(l.momentum)), {c}, {0}, 0};
+    View take{add_scalar(l.name + ".one_minus_momentum", static_cast<float>(1.0 - l.momentum)),
+              {c},
+              {0},
+              0};
+    const std::pair<View, View> running[] = {{given_mean, batch_mean}, {given_var, batch_var}};
+    for (size_t i = 0; i < 2; ++i) {
+      const TensorDesc& t = l.more_outputs.at(i);
+      if (t.name.empty()) continue;
+      View r = whole(add_buffer(t, BufferRole::intermediate));
+      tensors_[t.name] = r;
+      View part = temp(i == 0 ? "batch_mean_part" : "batch_var_part", {c});
+      emit("eltwise", {running[i].first, keep, r}, {{"fn", "mul"}});
+      emit("eltwise", {running[i].second, take, part}, {{"fn", "mul"}});
+      emit("eltwise", {r, part, r}, {{"fn", "add"}});
+    }
+  }
+  emit("batchnorm", {reshaped(x, {n, c, s}), stats[0], stats[1], mean, var, reshaped(y, {n, c, s})},
        {{"epsilon", fmt::format("{}", l.epsilon)}});
 }
 

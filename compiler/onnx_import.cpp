@@ -23,6 +23,22 @@ std::optional<isa::DType> dtype_from_onnx(int32_t elem_type) {
       return isa::DType::i16;
     case onnx::TensorProto::INT8:
       return isa::DType::i8;
+    case onnx::TensorProto::UINT8:
+      return isa::DType::u8;
+    case onnx::TensorProto::UINT16:
+      return isa::DType::u16;
+    case onnx::TensorProto::UINT32:
+      return isa::DType::u32;
+    case onnx::TensorProto::UINT64:
+      return isa::DType::u64;
+    case onnx::TensorProto::INT64:
+      return isa::DType::i64;
+    case onnx::TensorProto::FLOAT16:
+      return isa::DType::f16;
+    case onnx::TensorProto::BFLOAT16:
+      return isa::DType::bf16;
+    case onnx::TensorProto::DOUBLE:
+      return isa::DType::f64;
     default:
       return std::nullopt;
   }
@@ -176,9 +192,8 @@ void OnnxImporter::add_constant_output(const onnx::TensorProto& c) {
   auto dt = dtype_from_onnx(c.data_type());
   if (!dt)
     throw ConfigError(
-        fmt::format("{}: graph output '{}' has dtype {}, which the ISA lacks (it "
-                    "has f32, i32, i16, i8)",
-                    file_, c.name(), onnx_type_name(c.data_type())));
+        fmt::format("{}: graph output '{}' has dtype {}, which the ISA lacks (it has {})", file_,
+                    c.name(), onnx_type_name(c.data_type()), isa::dtype_names()));
   if (!tensor_has_data(c))
     throw ConfigError(
         fmt::format("{}: graph output '{}' is a constant without data", file_, c.name()));
@@ -237,7 +252,8 @@ void OnnxImporter::read_inputs() {
   }
 }
 
-const TensorDesc& OnnxImporter::data(const Node& n, int i, std::vector<isa::DType> dtypes) {
+const TensorDesc& OnnxImporter::data(const Node& n, int i, std::vector<isa::DType> dtypes,
+                                     bool allow_empty) {
   if (dtypes.empty()) dtypes = {isa::DType::f32};
   if (!has_input(n, i)) throw error(n, fmt::format("input {} is missing", i));
   const std::string& name = n.input(i);
@@ -248,27 +264,30 @@ const TensorDesc& OnnxImporter::data(const Node& n, int i, std::vector<isa::DTyp
     if (c != constants_.end()) {
       auto dt = dtype_from_onnx(c->second.data_type());
       if (!dt)
-        throw error(n, fmt::format("input '{}' has dtype {}, which the ISA lacks (it has f32, "
-                                   "i32, i16, i8)",
-                                   name, onnx_type_name(c->second.data_type())));
+        throw error(n, fmt::format("input '{}' has dtype {}, which the ISA lacks (it has {})", name,
+                                   onnx_type_name(c->second.data_type()), isa::dtype_names()));
       TensorDesc d{name, *dt, tensor_shape(c->second)};
       for (int64_t e : d.shape)
-        if (e <= 0)
-          throw error(
-              n, fmt::format("input '{}' has an empty shape {}", name, isa::shape_str(d.shape)));
+        if (e < 0 || (e == 0 && !allow_empty))
+          throw error(n, fmt::format("input '{}' has an empty shape {} (fracsim takes empty "
+                                     "tensors in Reshape only)",
+                                     name, isa::shape_str(d.shape)));
       if (tensor_has_data(c->second)) w_.contents[name] = tensor_bytes(c->second, *dt);
       if (!input_values_.count(name)) w_.weights.insert(name);
       w_.inputs.push_back(d);
     } else if (gi != graph_inputs_.end()) {
-      throw error(n,
-                  fmt::format("input '{}' has dtype {}, which the ISA lacks (it has f32, i32, "
-                              "i16, i8)",
-                              name, onnx_type_name(gi->second->type().tensor_type().elem_type())));
+      throw error(n, fmt::format("input '{}' has dtype {}, which the ISA lacks (it has {})", name,
+                                 onnx_type_name(gi->second->type().tensor_type().elem_type()),
+                                 isa::dtype_names()));
     } else {
       throw error(n, fmt::format("input '{}' is not defined before the node", name));
     }
     t = &w_.inputs.back();
   }
+  if (!allow_empty && isa::num_elements(t->shape) == 0)
+    throw error(n, fmt::format("input '{}' has an empty shape {} (fracsim takes empty tensors in "
+                               "Reshape only)",
+                               name, isa::shape_str(t->shape)));
   if (std::find(dtypes.begin(), dtypes.end(), t->dtype) == dtypes.end()) {
     std::vector<std::string> names;
     for (isa::DType d : dtypes) names.emplace_back(isa::dtype_name(d));
@@ -319,9 +338,9 @@ Layer& OnnxImporter::add_layer(const Node& n, LayerKind kind, std::vector<std::s
   if (w_.find_tensor(name) || constants_.count(name))
     throw error(n, fmt::format("output '{}' is already defined", name));
   for (int64_t e : shape)
-    if (e <= 0)
+    if (e < 0 || (e == 0 && kind != LayerKind::reshape))
       throw error(n, fmt::format("the output '{}' would have the shape {}; fracsim takes no "
-                                 "empty tensors",
+                                 "empty tensors (but in Reshape)",
                                  name, isa::shape_str(shape)));
   Layer l;
   l.name = name;

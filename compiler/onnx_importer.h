@@ -17,6 +17,11 @@ namespace fracsim::compiler {
 
 class OnnxImporter;
 
+// The dtypes of the first operand of `op`'s dtype rows (isa/ops/*.yaml) that hold with the enum
+// attribute `attr` = `value`, in row order: what a layer lowered to that op can take.
+std::vector<isa::DType> isa_input_dtypes(const std::string& op, const std::string& attr,
+                                         const std::string& value);
+
 // The attributes of one node: every attribute must be read through this (or listed as
 // ignored), so that an attribute fracsim does not handle is an error rather than skipped.
 class NodeAttrs {
@@ -55,14 +60,17 @@ class OnnxImporter {
   void check_inferred(const Node& n, const TensorDesc& t) const;
 
   // Input i of the node as a tensor of the workload (a constant becomes a weight on first use);
-  // its dtype must be one of `dtypes` (f32 when empty).
-  const TensorDesc& data(const Node& n, int i, std::vector<isa::DType> dtypes = {});
+  // its dtype must be one of `dtypes` (f32 when empty). A tensor with a zero extent is an error
+  // unless `allow_empty` (the ops that handle empty tensors: Reshape).
+  const TensorDesc& data(const Node& n, int i, std::vector<isa::DType> dtypes = {},
+                         bool allow_empty = false);
   bool has_input(const Node& n, int i) const { return i < n.input_size() && !n.input(i).empty(); }
   // Input i of the node as a compile-time value: its integers (int64, int32).
   std::vector<int64_t> constant_ints(const Node& n, int i, const std::string& what) const;
   // Only output 0 (and the first `allowed` outputs) may be used.
   void check_outputs(const Node& n, int allowed) const;
-  // The layer of node `n` producing output 0; `inputs` are tensor names.
+  // The layer of node `n` producing output 0; `inputs` are tensor names. An output with a zero
+  // extent is an error unless the layer is a reshape (a view, which emits nothing).
   Layer& add_layer(const Node& n, LayerKind kind, std::vector<std::string> inputs, isa::DType dtype,
                    isa::Shape shape, const std::string& name = "");
   void require_rank(const Node& n, const TensorDesc& t, size_t lo, size_t hi) const;

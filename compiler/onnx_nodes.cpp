@@ -9,6 +9,7 @@
 
 #include "compiler/onnx_importer.h"
 #include "compiler/onnx_tensor.h"
+#include "isa/op_def.h"
 
 namespace fracsim::compiler {
 
@@ -24,6 +25,25 @@ int64_t product(Shape::const_iterator b, Shape::const_iterator e) {
 }
 
 }  // namespace
+
+std::vector<DType> isa_input_dtypes(const std::string& op, const std::string& attr,
+                                    const std::string& value) {
+  const isa::OpDef& def = isa::OpTable::builtin().get(op);
+  std::vector<int64_t> attrs;
+  for (const isa::AttrDef& a : def.attributes) attrs.push_back(a.default_value);
+  const int a = def.attr_index(attr);
+  FRACSIM_ASSERT(a >= 0, "op {} has no attribute {}", op, attr);
+  const std::vector<std::string>& values = def.attributes[a].values;
+  const auto v = std::find(values.begin(), values.end(), value);
+  FRACSIM_ASSERT(v != values.end(), "op {}: {} has no value {}", op, attr, value);
+  attrs[a] = v - values.begin();
+  std::vector<DType> out;
+  for (size_t r = 0; r < def.dtypes.size(); ++r)
+    if (def.row_allows(r, attrs) &&
+        std::find(out.begin(), out.end(), def.dtypes[r][0]) == out.end())
+      out.push_back(def.dtypes[r][0]);
+  return out;
+}
 
 void OnnxImporter::import_gemm(const Node& n) {
   NodeAttrs a(*this, n, {"alpha", "beta", "transA", "transB"});
@@ -101,10 +121,13 @@ void OnnxImporter::import_eltwise(const Node& n, const std::string& fn, int min_
     throw error(n, fmt::format("{} inputs; the op takes {}", n.input_size(),
                                min_inputs == max_inputs ? std::to_string(min_inputs)
                                                         : fmt::format("{} or more", min_inputs)));
-  // The ISA's i8 and i16 add, sub and mul saturate where ONNX wraps around.
-  const bool exact_ints = fn == "max" || fn == "min";
-  const std::vector<DType> types =
-      exact_ints ? kAllTypes : std::vector<DType>{DType::f32, DType::i32};
+  // What the ISA's eltwise rows take for fn, but for i8 and i16 in add, sub, mul and div: the
+  // ISA saturates them where ONNX wraps around.
+  std::vector<DType> types = isa_input_dtypes("eltwise", "fn", fn);
+  if (fn != "max" && fn != "min")
+    types.erase(std::remove_if(types.begin(), types.end(),
+                               [](DType t) { return t == DType::i8 || t == DType::i16; }),
+                types.end());
   std::vector<std::string> inputs;
   Shape shape;
   DType dtype = DType::f32;
@@ -156,13 +179,14 @@ void OnnxImporter::import_softmax(const Node& n, LayerKind kind) {
   l.flat_axis = flat;
 }
 
+// Inference: Y from the given mean and var. Training (training_mode = 1, f32): Y from the batch's
+// own statistics, and the optional outputs running_mean and running_var (see lower_batchnorm).
 void OnnxImporter::import_batchnorm(const Node& n) {
   NodeAttrs a(*this, n, {"epsilon", "momentum", "training_mode"});
   const int64_t training = a.get_int("training_mode", 0);
-  if (training != 0)
-    throw error(n, fmt::format("attribute 'training_mode' = {} is not supported (inference only)",
-                               training));
-  check_outputs(n, 1);
+  if (training != 0 && training != 1)
+    throw error(n, fmt::format("attribute 'training_mode' = {} is not 0 or 1", training));
+  check_outputs(n, training ? 3 : 1);
   const TensorDesc x = data(n, 0);
   require_rank(n, x, 2, 6);
   std::vector<std::string> inputs = {x.name};
@@ -177,6 +201,18 @@ void OnnxImporter::import_batchnorm(const Node& n) {
   if (!w_.contents.count(inputs[4])) w_.random_ranges[inputs[4]] = {0.5, 1.5};
   Layer& l = add_layer(n, LayerKind::batchnorm, inputs, x.dtype, x.shape);
   l.epsilon = a.get_float("epsilon", 1e-5);
+  if (training) {
+    l.training = true;
+    l.momentum = a.get_float("momentum", 0.9);
+    const Shape stat = {x.shape[1]};
+    const bool mean = n.output_size() > 1 && !n.output(1).empty();
+    const bool var = n.output_size() > 2 && !n.output(2).empty();
+    l.more_outputs = {{mean ? n.output(1) : "", DType::f32, stat},
+                      {var ? n.output(2) : "", DType::f32, stat}};
+    for (const TensorDesc& t : l.more_outputs)
+      if (!t.name.empty()) check_inferred(n, t);
+  }
+  // (momentum is read only in training: ONNX ignores it at inference.)
 }
 
 void OnnxImporter::import_lrn(const Node& n) {
@@ -206,10 +242,11 @@ void OnnxImporter::import_flatten(const Node& n) {
   add_layer(n, LayerKind::flatten, {x.name}, x.dtype, {rows, isa::num_elements(x.shape) / rows});
 }
 
+// A view (no instruction), empty tensors included.
 void OnnxImporter::import_reshape(const Node& n) {
   NodeAttrs a(*this, n, {"allowzero"});
   check_outputs(n, 1);
-  const TensorDesc x = data(n, 0, kAllTypes);
+  const TensorDesc x = data(n, 0, kAllTypes, true);
   const std::vector<int64_t> spec = constant_ints(n, 1, "shape");
   const bool allowzero = a.get_int("allowzero", 0) != 0;
   Shape s;

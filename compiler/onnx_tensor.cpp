@@ -37,20 +37,31 @@ std::vector<uint8_t> tensor_bytes(const onnx::TensorProto& t, isa::DType dtype) 
     return std::vector<uint8_t>(t.raw_data().begin(), t.raw_data().end());
   }
   std::vector<uint8_t> out;
-  if (dtype == isa::DType::f32) {
-    check_count(t, static_cast<size_t>(t.float_data_size()));
-    out.resize(t.float_data_size() * size);
-    std::memcpy(out.data(), t.float_data().data(), out.size());
+  // The typed field of each dtype (onnx.proto): FLOAT in float_data, DOUBLE in double_data,
+  // INT64 in int64_data, UINT32 and UINT64 in uint64_data, and the narrower types (FLOAT16 and
+  // BFLOAT16 as their bits) one per int32_data entry.
+  auto widen = [&](const auto& field) {
+    check_count(t, static_cast<size_t>(field.size()));
+    out.resize(static_cast<size_t>(field.size()) * size);
+    for (int i = 0; i < field.size(); ++i) {
+      const auto v = field.Get(i);
+      std::memcpy(out.data() + i * size, &v, size);  // little-endian: the low bytes
+    }
     return out;
+  };
+  switch (dtype) {
+    case isa::DType::f32:
+      return widen(t.float_data());
+    case isa::DType::f64:
+      return widen(t.double_data());
+    case isa::DType::i64:
+      return widen(t.int64_data());
+    case isa::DType::u32:
+    case isa::DType::u64:
+      return widen(t.uint64_data());
+    default:
+      return widen(t.int32_data());
   }
-  // INT32, INT16 and INT8 elements are stored one per int32_data entry.
-  check_count(t, static_cast<size_t>(t.int32_data_size()));
-  out.resize(t.int32_data_size() * size);
-  for (int i = 0; i < t.int32_data_size(); ++i) {
-    const int32_t v = t.int32_data(i);
-    std::memcpy(out.data() + i * size, &v, size);  // little-endian: the low bytes
-  }
-  return out;
 }
 
 std::vector<int64_t> tensor_ints(const onnx::TensorProto& t) {

@@ -16,8 +16,8 @@ isa::Shape tensor_shape(const onnx::TensorProto& t);
 // Whether the tensor carries its elements (an initializer may come without, or with external
 // data, which fracsim does not read).
 bool tensor_has_data(const onnx::TensorProto& t);
-// The elements of a FLOAT, INT32, INT16 or INT8 tensor as `dtype` bytes; ConfigError when the
-// element count does not match the shape.
+// The elements of a tensor as `dtype` bytes (the ONNX type that dtype_from_onnx maps to it);
+// ConfigError when the element count does not match the shape.
 std::vector<uint8_t> tensor_bytes(const onnx::TensorProto& t, isa::DType dtype);
 // The elements of an INT64 or INT32 tensor.
 std::vector<int64_t> tensor_ints(const onnx::TensorProto& t);

@@ -2,6 +2,7 @@
 // (explicit, auto_pad or ceil_mode) worked out as the ISA's window ops take them.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -139,9 +140,19 @@ void OnnxImporter::import_pool(const Node& n, LayerKind kind) {
                                           "pads", "storage_order", "strides"}
                   : std::set<std::string>{"auto_pad", "ceil_mode", "count_include_pad",
                                           "kernel_shape", "pads", "strides"});
-  check_outputs(n, 1);
-  const TensorDesc x = data(n, 0, max ? kAllTypes : std::vector<DType>{DType::f32});
+  check_outputs(n, max ? 2 : 1);
+  // MaxPool takes what the ISA's pool rows with fn max take (u8 in 2-D only).
+  const TensorDesc x =
+      data(n, 0, max ? isa_input_dtypes("pool2d", "fn", "max") : std::vector<DType>{DType::f32});
   require_rank(n, x, 3, 5);
+  if (max) {
+    const std::string op = fmt::format("pool{}d", x.shape.size() - 2);
+    const std::vector<DType> types = isa_input_dtypes(op, "fn", "max");
+    if (std::find(types.begin(), types.end(), x.dtype) == types.end())
+      throw error(n, fmt::format("input '{}' {} has dtype {}, which the ISA's {} does not take",
+                                 x.name, isa::shape_str(x.shape), isa::dtype_name(x.dtype), op));
+  }
+  const bool indices = max && n.output_size() > 1 && !n.output(1).empty();
   auto kernel = a.get_ints("kernel_shape");
   if (!kernel) throw error(n, "attribute 'kernel_shape' is missing");
   const bool ceil_mode = a.get_int("ceil_mode", 0) != 0;
@@ -159,6 +170,22 @@ void OnnxImporter::import_pool(const Node& n, LayerKind kind) {
   l.dilation = win.dilation;
   l.padding = win.padding;
   l.count_include_pad = include_pad;
+  if (!indices) return;
+  // Indices: the flattened position of each max in the input, by the ISA's pool2d_argmax (i32
+  // where ONNX has int64).
+  if (x.shape.size() != 4)
+    throw error(n, fmt::format("output 1 ('{}', the indices) is supported for 2-D pooling only, "
+                               "not for the input {}",
+                               n.output(1), isa::shape_str(x.shape)));
+  if (isa::num_elements(x.shape) > std::numeric_limits<int32_t>::max())
+    throw error(n, fmt::format("output 1 ('{}', the indices): the input {} has 2^31 elements "
+                               "or more, beyond the i32 indices",
+                               n.output(1), isa::shape_str(x.shape)));
+  l.storage_order = a.get_int("storage_order", 0);
+  if (l.storage_order != 0 && l.storage_order != 1)
+    throw error(n, fmt::format("attribute 'storage_order' = {} is not 0 or 1", l.storage_order));
+  l.more_outputs = {{n.output(1), DType::i32, l.output.shape}};
+  check_inferred(n, l.more_outputs[0]);
 }
 
 void OnnxImporter::import_global_pool(const Node& n, LayerKind kind) {

@@ -138,9 +138,8 @@ class WorkloadParser {
       std::string dtype = e.require_string("dtype");
       auto dt = isa::parse_dtype(dtype);
       if (!dt)
-        throw e.error("dtype", fmt::format("unknown dtype '{}' (expected one of: f32, f16, "
-                                           "bf16, i32, i16, i8)",
-                                           dtype));
+        throw e.error("dtype", fmt::format("unknown dtype '{}' (expected one of: {})", dtype,
+                                           isa::dtype_names()));
       t.dtype = *dt;
       e.finish();
       w_.inputs.push_back(std::move(t));

@@ -77,7 +77,10 @@ struct Layer {
   std::vector<int64_t> kernel = {1, 1}, stride = {1, 1}, dilation = {1, 1};
   std::vector<int64_t> padding = {0, 0, 0, 0};
   bool count_include_pad = false;  // avgpool
+  int64_t storage_order = 0;       // maxpool with indices: 0 row major, 1 column major
   double epsilon = 1e-5;           // batchnorm, layernorm
+  bool training = false;           // batchnorm: the batch's statistics (ONNX training_mode)
+  double momentum = 0.9;           // batchnorm training: of the running statistics
   std::vector<int64_t> perm;       // transpose: output dim i is input dim perm[i]
   // concat: the axis; softmax, log_softmax, layernorm, topk: the axis (-1: the last), softmax
   // and log_softmax over the rows [prod(dims before axis), prod(the rest)] when `flat_axis`
@@ -94,7 +97,8 @@ struct Layer {
   bool largest = true;                               // topk
   TensorDesc output;                                 // inferred; output.name == name
   // More outputs, named by the graph: topk's indices; layernorm's mean and inverse standard
-  // deviation (ONNX), when used.
+  // deviation (ONNX), when used; maxpool's indices (i32); batchnorm training's running mean
+  // and variance (unnamed when unused).
   std::vector<TensorDesc> more_outputs;
 };
 

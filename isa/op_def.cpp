@@ -66,6 +66,13 @@ const std::string& OpDef::enum_value(const std::string& attr,
   return attributes[a].values.at(attrs.at(a));
 }
 
+bool OpDef::row_allows(size_t row, const std::vector<int64_t>& attrs) const {
+  const DTypeRowLimit& lim = dtype_limits.at(row);
+  if (lim.attr.empty()) return true;
+  const std::string& v = enum_value(lim.attr, attrs);
+  return std::find(lim.values.begin(), lim.values.end(), v) != lim.values.end();
+}
+
 std::string OpDef::combine_fn(const DimDef& d, const std::vector<int64_t>& attrs) const {
   if (d.combine_attr.empty()) return d.combine;
   return d.combine_by_value.at(enum_value(d.combine_attr, attrs));
@@ -101,6 +108,7 @@ DimDef parse_dim(const std::string& name, const YAML::Node& n, const YamlMap& pa
   if (m.has("parallel")) {
     YamlMap pm = m.require_map("parallel");
     d.offset_attr = pm.require_string("offset");
+    d.offset_scale = pm.get_string("offset_scale", "");
     pm.finish();
     m.finish();
     return d;
@@ -128,6 +136,10 @@ DimDef parse_dim(const std::string& name, const YAML::Node& n, const YamlMap& pa
     d.window.dilation = term("dilation", false);
     d.window.pad_begin = m.require_string("pad_begin");
     d.window.pad_end = m.require_string("pad_end");
+    d.offset_attr = m.get_string("offset", "");
+    d.offset_scale = m.get_string("offset_scale", "");
+    if (!d.offset_scale.empty() && d.offset_attr.empty())
+      throw m.error("offset_scale", "an offset_scale needs an offset");
     m.finish();
     return d;
   }
@@ -249,7 +261,34 @@ void OpTable::add_yaml(const std::string& text, const std::string& file) {
     for (const auto& an : *attrs)
       op.attributes.push_back(parse_attr(YamlMap(an, file, "attributes")));
 
-  for (const auto& row : m.require("dtypes")) {
+  for (const auto& row_node : m.require("dtypes")) {
+    // A row is a list of dtypes, or {row: [...], only: {enum attribute: [values]}}.
+    // (YAML::Node assignment writes through to the node, so the row is picked, not assigned.)
+    DTypeRowLimit limit;
+    const YAML::Node row = row_node.IsMap() ? row_node["row"] : row_node;
+    if (row_node.IsMap()) {
+      YamlMap rm(row_node, file, m.key_path("dtypes"));
+      rm.require("row");
+      YamlMap only = rm.require_map("only");
+      const std::vector<std::string> keys = only.keys();
+      if (keys.size() != 1)
+        throw rm.error("only", fmt::format("op {}: name one enum attribute", op.name));
+      limit.attr = keys[0];
+      const int a = op.attr_index(limit.attr);
+      if (a < 0 || op.attributes[a].type != AttrType::enumeration)
+        throw only.error(limit.attr,
+                         fmt::format("op {}: '{}' is not an enum attribute", op.name, limit.attr));
+      for (const auto& v : only.require(limit.attr)) {
+        const auto& values = op.attributes[a].values;
+        if (std::find(values.begin(), values.end(), v.Scalar()) == values.end())
+          throw only.error_at(
+              v, limit.attr,
+              fmt::format("op {}: '{}' is not a value of {}", op.name, v.Scalar(), limit.attr));
+        limit.values.push_back(v.Scalar());
+      }
+      only.finish();
+      rm.finish();
+    }
     std::vector<DType> r;
     for (const auto& t : row) {
       auto dt = parse_dtype(t.Scalar());
@@ -263,6 +302,7 @@ void OpTable::add_yaml(const std::string& text, const std::string& file) {
                        fmt::format("op {}: a row needs one dtype per operand ({})", op.name,
                                    op.operands.size()));
     op.dtypes.push_back(r);
+    op.dtype_limits.push_back(limit);
   }
   op.work = Expr::parse(m.require_string("work"), fmt::format("{}: op {}: work", file, op.name));
   if (!extension)
@@ -304,6 +344,9 @@ void OpTable::add_yaml(const std::string& text, const std::string& file) {
     if (!d.offset_attr.empty() && !is_int_attr(d.offset_attr))
       throw fail("dims",
                  fmt::format("dim {}: offset '{}' is not an int attribute", d.name, d.offset_attr));
+    if (!d.offset_scale.empty() && !is_int_attr(d.offset_scale))
+      throw fail("dims", fmt::format("dim {}: offset_scale '{}' is not an int attribute", d.name,
+                                     d.offset_scale));
     if (d.kind == DimKind::reduce && d.combine == "self") {
       size_t ins = 0, outs = 0;
       for (const OperandDef& o : op.operands) (o.role == OperandRole::in ? ins : outs)++;

@@ -52,9 +52,12 @@ struct DimDef {
   std::map<std::string, std::string> combine_by_value;
   std::string accumulate_attr;  // reduce: bool attribute that makes a piece add to its output
   WindowDef window;             // window
-  // parallel: an int attribute that holds the global index of the dim's first element; slicing
-  // adds the piece's start to it (count compares elements with base + c).
+  // parallel and window: an int attribute that holds the global position of the dim's first
+  // element; slicing adds the piece's start to it (count compares elements with base + c),
+  // times the int attribute `offset_scale` when one is named (several dims may add to one
+  // attribute: a flattened index, as pool2d_argmax's index_base).
   std::string offset_attr;
+  std::string offset_scale;
 };
 
 enum class OperandRole { in, out };
@@ -120,6 +123,13 @@ struct TemporaryDef {
   DType dtype = DType::f32;
 };
 
+// A dtype row that holds only for some values of an enum attribute:
+// `{row: [u16, u16, u16], only: {fn: [max, min]}}`. An empty attr: the row holds for all.
+struct DTypeRowLimit {
+  std::string attr;
+  std::vector<std::string> values;
+};
+
 struct OpDef {
   std::string name;
   uint16_t opcode = 0;
@@ -129,6 +139,7 @@ struct OpDef {
   std::vector<OperandDef> operands;
   std::vector<AttrDef> attributes;
   std::vector<std::vector<DType>> dtypes;
+  std::vector<DTypeRowLimit> dtype_limits;  // one per row of dtypes
   Expr work;
   // Leaf-unit cycles for one instruction, over the dims, the attributes and the parameters of
   // the op's unit (unit_parameters()).
@@ -153,6 +164,8 @@ struct OpDef {
   std::string combine_fn(const DimDef& d, const std::vector<int64_t>& attrs) const;
   // The enum value name of attribute `attr` in `attrs`.
   const std::string& enum_value(const std::string& attr, const std::vector<int64_t>& attrs) const;
+  // Whether dtype row `row` holds for these attribute values (its `only:` limit).
+  bool row_allows(size_t row, const std::vector<int64_t>& attrs) const;
 };
 
 // The parameters of a leaf unit class that cycle formulas may use: matrix {rows, cols},

@@ -11,17 +11,24 @@ namespace {
 std::string dim_rule(const OpDef& op, const DimDef& d) {
   switch (d.kind) {
     case DimKind::parallel:
-      return d.offset_attr.empty() ? "parallel"
-                                   : fmt::format("parallel (offset attribute `{}`)", d.offset_attr);
+      if (d.offset_attr.empty()) return "parallel";
+      return d.offset_scale.empty() ? fmt::format("parallel (offset attribute `{}`)", d.offset_attr)
+                                    : fmt::format("parallel (offset attribute `{}`, times `{}`)",
+                                                  d.offset_attr, d.offset_scale);
     case DimKind::whole:
       return "whole (never split)";
     case DimKind::window: {
       auto term = [](const WindowTerm& t) {
         return t.name.empty() ? std::to_string(t.value) : t.name;
       };
-      return fmt::format("window of {}: kernel {}, stride {}, dilation {}, pads `{}`/`{}`",
+      std::string offset;
+      if (!d.offset_attr.empty())
+        offset = d.offset_scale.empty() ? fmt::format("; offset attribute `{}`", d.offset_attr)
+                                        : fmt::format("; offset attribute `{}`, times `{}`",
+                                                      d.offset_attr, d.offset_scale);
+      return fmt::format("window of {}: kernel {}, stride {}, dilation {}, pads `{}`/`{}`{}",
                          d.window.of, term(d.window.kernel), term(d.window.stride),
-                         term(d.window.dilation), d.window.pad_begin, d.window.pad_end);
+                         term(d.window.dilation), d.window.pad_begin, d.window.pad_end, offset);
     }
     case DimKind::reduce: {
       std::string how;
@@ -145,10 +152,14 @@ std::string op_reference_markdown(const OpTable& ops) {
       }
     }
     std::vector<std::string> rows;
-    for (const auto& row : op.dtypes) {
+    for (size_t r = 0; r < op.dtypes.size(); ++r) {
       std::vector<std::string> names;
-      for (DType t : row) names.emplace_back(dtype_name(t));
-      rows.push_back("(" + fmt::format("{}", fmt::join(names, ", ")) + ")");
+      for (DType t : op.dtypes[r]) names.emplace_back(dtype_name(t));
+      const DTypeRowLimit& lim = op.dtype_limits[r];
+      rows.push_back("(" + fmt::format("{}", fmt::join(names, ", ")) + ")" +
+                     (lim.attr.empty()
+                          ? std::string()
+                          : fmt::format(" with {} {}", lim.attr, fmt::join(lim.values, "/"))));
     }
     s += fmt::format("\nDtypes: {}.\n\nWork: `{}`.", fmt::join(rows, ", "), op.work.text());
     if (!op.is_extension())

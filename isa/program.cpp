@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "isa/error.h"
 
@@ -48,15 +49,29 @@ std::map<std::string, int64_t> bind_dims(const OpDef& op, const Instruction& ins
     }
   }
   bool dtype_ok = false;
-  for (const auto& row : op.dtypes) {
+  const DTypeRowLimit* limited = nullptr;  // a matching row whose `only:` excludes the attrs
+  for (size_t r = 0; r < op.dtypes.size(); ++r) {
+    const auto& row = op.dtypes[r];
     bool match = true;
     for (size_t i = 0; i < row.size(); ++i) match = match && row[i] == instr.operands[i].dtype;
-    dtype_ok = dtype_ok || match;
+    if (!match) continue;
+    const DTypeRowLimit& lim = op.dtype_limits[r];
+    const int a = lim.attr.empty() ? -1 : op.attr_index(lim.attr);
+    if (a >= 0 && (instr.attrs[a] < 0 ||
+                   instr.attrs[a] >= static_cast<int64_t>(op.attributes[a].values.size()) ||
+                   !op.row_allows(r, instr.attrs))) {
+      limited = &lim;
+      continue;
+    }
+    dtype_ok = true;
   }
   if (!dtype_ok) {
     std::string seen;
     for (const auto& t : instr.operands)
       seen += std::string(seen.empty() ? "" : ",") + std::string(dtype_name(t.dtype));
+    if (limited != nullptr)
+      throw fail(fmt::format("dtype combination ({}) is accepted only with {} = {}", seen,
+                             limited->attr, fmt::join(limited->values, " or ")));
     throw fail(fmt::format("dtype combination ({}) is not accepted", seen));
   }
   for (size_t a = 0; a < op.attributes.size(); ++a) {

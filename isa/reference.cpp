@@ -45,20 +45,45 @@ uint64_t splitmix64(uint64_t& state) {
   return z ^ (z >> 31);
 }
 
+// The two's-complement bits of the integer T nearest to v inside T's range (v truncated toward
+// zero, NaN as 0), so that a random segment's bounds never leave the dtype.
+template <typename T>
+uint64_t clamped_bits(double v) {
+  using L = std::numeric_limits<T>;
+  if (std::isnan(v)) v = 0;
+  if (v >= static_cast<double>(L::max())) return static_cast<uint64_t>(L::max());
+  if (v <= static_cast<double>(L::min()))
+    return static_cast<uint64_t>(static_cast<int64_t>(L::min()));
+  if constexpr (std::is_unsigned_v<T>)
+    return static_cast<uint64_t>(v);
+  else
+    return static_cast<uint64_t>(static_cast<int64_t>(v));
+}
+
+// Random segments: splitmix64 per element. Floats: lo + (hi - lo) * u, u uniform in [0, 1) with
+// 53 bits, computed in double and rounded once to the dtype (f16 half to even). Integers:
+// uniform in [lo, hi] (the bounds truncated toward zero and clamped to the dtype's range), as
+// lo + r mod (hi - lo + 1) in 64-bit two's complement.
 template <typename T>
 struct FillFn {
   static void run(const DataSegment& seg, MemoryView mem) {
     uint64_t state = seg.seed;
     TensorRef t = make_tensor(seg.address, seg.dtype, {static_cast<int64_t>(seg.count)});
-    for (uint64_t i = 0; i < seg.count; ++i) {
-      uint64_t r = splitmix64(state);
-      if constexpr (std::is_floating_point_v<T>) {
-        double u = static_cast<double>(r >> 11) * 0x1.0p-53;  // [0, 1)
-        store<T>(mem, t, i, static_cast<T>(seg.lo + (seg.hi - seg.lo) * u));
-      } else {
-        int64_t lo = static_cast<int64_t>(seg.lo), hi = static_cast<int64_t>(seg.hi);
-        uint64_t span = static_cast<uint64_t>(hi - lo) + 1;
-        store<T>(mem, t, i, static_cast<T>(lo + static_cast<int64_t>(r % span)));
+    if constexpr (std::is_integral_v<T>) {
+      const uint64_t lo = clamped_bits<T>(seg.lo);
+      const uint64_t span = clamped_bits<T>(seg.hi) - lo + 1;  // 0: the whole 64-bit range
+      for (uint64_t i = 0; i < seg.count; ++i) {
+        const uint64_t r = splitmix64(state);
+        store<T>(mem, t, i, static_cast<T>(lo + (span == 0 ? r : r % span)));
+      }
+    } else {
+      for (uint64_t i = 0; i < seg.count; ++i) {
+        const double u = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;  // [0, 1)
+        const double v = seg.lo + (seg.hi - seg.lo) * u;
+        if constexpr (std::is_same_v<T, semantics::Half>)
+          store<T>(mem, t, i, semantics::Half{half_from_double(v)});
+        else
+          store<T>(mem, t, i, static_cast<T>(v));
       }
     }
   }
@@ -67,7 +92,7 @@ struct FillFn {
 template <typename T>
 struct LoadFn {
   static void run(const TensorRef& t, int64_t off, MemoryView mem, double& out) {
-    out = static_cast<double>(load<T>(mem, t, off));
+    out = semantics::to_double(load<T>(mem, t, off));
   }
 };
 
@@ -109,7 +134,7 @@ void fill_data_segment(const DataSegment& seg, MemoryView mem) {
     std::memcpy(mem.data + seg.address, seg.bytes.data(), bytes);
     return;
   }
-  by_dtype<FillFn>(seg.dtype, "data segment", seg, mem);
+  semantics::by_dtype_in<FillFn>(semantics::AllTypes{}, seg.dtype, "data segment", seg, mem);
 }
 
 std::vector<uint8_t> run_reference(const Program& p, const OpTable& ops) {
@@ -122,7 +147,7 @@ std::vector<uint8_t> run_reference(const Program& p, const OpTable& ops) {
 
 double load_element(const TensorRef& t, int64_t off, MemoryView mem) {
   double v = 0;
-  by_dtype<LoadFn>(t.dtype, "load", t, off, mem, v);
+  semantics::by_dtype_in<LoadFn>(semantics::AllTypes{}, t.dtype, "load", t, off, mem, v);
   return v;
 }
 

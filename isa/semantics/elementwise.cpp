@@ -2,11 +2,13 @@
 // and activation.
 //
 // Integer rules: add, sub and mul wrap around in i32 (the accumulator type) and saturate in i8
-// and i16; div truncates toward zero and
-// saturates (x / 0 is the dtype's max for x > 0, its min for x < 0, and 0 for 0); max and min are
-// exact. Activations on integers read the input as fixed point with `frac_bits` fraction bits:
-// out = saturate(round_half_even(f(x / 2^frac_bits) * 2^frac_bits)). Float activations other
-// than relu and leaky_relu are computed in double precision and rounded once to f32.
+// and i16; div truncates toward zero and saturates (x / 0 is the dtype's max for x > 0, its min
+// for x < 0, and 0 for 0); max and min are exact. u8 is numpy's uint8: add, sub and mul wrap
+// modulo 2^8, div is floor division (with the rule above for x / 0). u16, u32, u64, i64, f16 and
+// f64 have max and min only: exact, f16 compared through its value, NaN propagating as in f32.
+// Activations on integers read the input as fixed point with `frac_bits` fraction bits: out =
+// saturate(round_half_even(f(x / 2^frac_bits) * 2^frac_bits)). Float activations other than relu
+// and leaky_relu are computed in double precision and rounded once to f32.
 #include "isa/semantics/semantics.h"
 
 namespace fracsim::isa::semantics {
@@ -14,7 +16,12 @@ namespace {
 
 template <typename T>
 T binary(const std::string& fn, T x, T y) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (std::is_same_v<T, Half>) {
+    // f16: max and min only, exact (compared through the widened values), NaN as for f32.
+    const double a = x.value(), b = y.value();
+    if (fn == "max") return a > b || std::isnan(a) ? x : y;
+    if (fn == "min") return a < b || std::isnan(a) ? x : y;
+  } else if constexpr (std::is_floating_point_v<T>) {
     if (fn == "add") return x + y;
     if (fn == "sub") return x - y;
     if (fn == "mul") return x * y;
@@ -22,6 +29,21 @@ T binary(const std::string& fn, T x, T y) {
     // NaN propagates from either side, so that partial maxima combine like the whole.
     if (fn == "max") return x > y || std::isnan(x) ? x : y;
     if (fn == "min") return x < y || std::isnan(x) ? x : y;
+  } else if constexpr (sizeof(T) == 8 || std::is_same_v<T, uint16_t> ||
+                       std::is_same_v<T, uint32_t>) {
+    // u16, u32, u64, i64: max and min only.
+    if (fn == "max") return std::max(x, y);
+    if (fn == "min") return std::min(x, y);
+  } else if constexpr (std::is_same_v<T, uint8_t>) {
+    // u8 is numpy's uint8: add, sub and mul wrap modulo 2^8; div is floor division (truncation,
+    // for unsigned values), x / 0 the max for x > 0 and 0 for 0 (the ISA's saturating rule).
+    const uint32_t a = x, b = y;
+    if (fn == "add") return static_cast<T>(a + b);
+    if (fn == "sub") return static_cast<T>(a - b);
+    if (fn == "mul") return static_cast<T>(a * b);
+    if (fn == "div") return b == 0 ? (a > 0 ? std::numeric_limits<T>::max() : T(0)) : T(a / b);
+    if (fn == "max") return std::max(x, y);
+    if (fn == "min") return std::min(x, y);
   } else {
     const int64_t a = x, b = y;
     // i32 is the accumulator type: it wraps, like every sum the ops accumulate, so that the LFU
@@ -43,7 +65,8 @@ T binary(const std::string& fn, T x, T y) {
     if (fn == "max") return std::max(x, y);
     if (fn == "min") return std::min(x, y);
   }
-  throw InternalError("eltwise: no reference semantics for fn " + fn);
+  throw InternalError(fmt::format("eltwise: no reference semantics for fn {} on {}", fn,
+                                  dtype_name(dtype_of<T>())));
 }
 
 template <typename T>
@@ -140,7 +163,7 @@ void register_elementwise(ReferenceTable& t) {
     by_dtype<Fill>(in.operands[0].dtype, op.name, op, in, mem);
   };
   t["eltwise"] = [](const OpDef& op, const Instruction& in, MemoryView mem) {
-    by_dtype<Eltwise>(in.operands[2].dtype, op.name, op, in, mem);
+    by_dtype_in<Eltwise>(AllTypes{}, in.operands[2].dtype, op.name, op, in, mem);
   };
   t["activation"] = [](const OpDef& op, const Instruction& in, MemoryView mem) {
     by_dtype<Activation>(in.operands[1].dtype, op.name, op, in, mem);

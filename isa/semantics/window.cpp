@@ -14,6 +14,10 @@
 //         number of input elements the window covers: f32 rounds the one division, integers
 //         round half to even and saturate. A window that covers no input element (possible only
 //         with dilation, when every tap falls in the padding) gives 0.
+//  pool2d_argmax: the flattened whole-input index of the element pool's max picks (the first
+//         maximum in tap order, by the same comparison), index_base + n*index_stride_n +
+//         c*index_stride_c + h*index_stride_h + w*index_stride_w with (n, c, h, w) the element's
+//         position in the piece's input; i32 with wrap-around; -1 for a window of padding only.
 //  lrn:   a channel window: output channel c sums the squares of input channels
 //         [c - pad_c0, c - pad_c0 + size) inside the input, in f32 and channel order; its centre
 //         is input channel c + floor((size-1)/2) - pad_c0 (c itself for a whole tensor, whose
@@ -211,6 +215,47 @@ struct Pool {
   }
 };
 
+// in [N, C, H, W], out [N, C, Ho, Wo] i32.
+template <typename T>
+struct PoolArgmax {
+  static void run(const OpDef& op, const Instruction& in, MemoryView mem) {
+    const TensorRef &x = in.operands[0], &out = in.operands[1];
+    const Axes ax = window_axes(op, in);
+    const int64_t base = attr(op, in, "index_base"), sn = attr(op, in, "index_stride_n"),
+                  sc = attr(op, in, "index_stride_c"), sh = attr(op, in, "index_stride_h"),
+                  sw = attr(op, in, "index_stride_w");
+    for (int64_t n = 0; n < x.shape[0]; ++n)
+      for (int64_t c = 0; c < x.shape[1]; ++c) {
+        const int64_t xb = n * x.strides[0] + c * x.strides[1];
+        const int64_t ob = n * out.strides[0] + c * out.strides[1];
+        for_each_output(ax, ob, [&](int64_t, int64_t o1, int64_t o2, int64_t o) {
+          bool found = false;
+          uint32_t index = 0xffffffffu;  // -1: no input element in the window
+          T best{};
+          for (int64_t k1 = 0; k1 < ax[1].kernel; ++k1) {
+            const int64_t h = ax[1].at(o1, k1);
+            if (!ax[1].inside(h)) continue;
+            for (int64_t k2 = 0; k2 < ax[2].kernel; ++k2) {
+              const int64_t w = ax[2].at(o2, k2);
+              if (!ax[2].inside(w)) continue;
+              const T v = load<T>(mem, x, xb + h * ax[1].in_stride + w * ax[2].in_stride);
+              if (!found || v > best) {
+                found = true;
+                best = v;
+                // In u64, truncated: the i32 wrap-around.
+                index = static_cast<uint32_t>(
+                    static_cast<uint64_t>(base) + static_cast<uint64_t>(n) * sn +
+                    static_cast<uint64_t>(c) * sc + static_cast<uint64_t>(h) * sh +
+                    static_cast<uint64_t>(w) * sw);
+              }
+            }
+          }
+          store<int32_t>(mem, out, o, static_cast<int32_t>(index));
+        });
+      }
+  }
+};
+
 // in [N, Ci, H, W], out [N, C, H, W]; the channel window is the op's one window axis.
 // Integers are fixed point with frac_bits fraction bits: the squares are summed exactly (i64),
 // the quotient is computed in double, rounded half to even and saturated.
@@ -258,10 +303,15 @@ struct Lrn {
 
 void register_window(ReferenceTable& t) {
   for (const char* name : {"conv1d", "conv2d", "conv3d"}) t[name] = conv_by_dtype;
+  // Pools take u8 too (pool2d's u8 row is max only).
+  using PoolTypes = TypeList<float, int32_t, int16_t, int8_t, uint8_t>;
   for (const char* name : {"pool1d", "pool2d", "pool3d"})
     t[name] = [](const OpDef& op, const Instruction& in, MemoryView mem) {
-      by_dtype<Pool>(in.operands[1].dtype, op.name, op, in, mem);
+      by_dtype_in<Pool>(PoolTypes{}, in.operands[1].dtype, op.name, op, in, mem);
     };
+  t["pool2d_argmax"] = [](const OpDef& op, const Instruction& in, MemoryView mem) {
+    by_dtype_in<PoolArgmax>(PoolTypes{}, in.operands[0].dtype, op.name, op, in, mem);
+  };
   t["lrn"] = [](const OpDef& op, const Instruction& in, MemoryView mem) {
     by_dtype<Lrn>(in.operands[1].dtype, op.name, op, in, mem);
   };

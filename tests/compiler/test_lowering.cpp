@@ -12,6 +12,7 @@
 #include "compiler/workload.h"
 #include "isa/op_def.h"
 #include "isa/program.h"
+#include "tests/common/instruction_helpers.h"
 
 using fracsim::compiler::Compilation;
 using fracsim::compiler::compile;
@@ -34,16 +35,14 @@ using fracsim::isa::TensorRef;
 
 namespace {
 
+using fracsim::testing::instruction;
+
 const OpTable& ops() { return OpTable::builtin(); }
 
 TensorRef ref(uint64_t address, DType dtype, Shape shape, Shape strides) {
   return TensorRef{address, dtype, std::move(shape), std::move(strides)};
 }
 
-Instruction instr(const std::string& op, std::vector<TensorRef> operands,
-                  std::vector<int64_t> attrs) {
-  return Instruction{ops().get(op).opcode, std::move(operands), std::move(attrs)};
-}
 
 // activation's attributes for relu: fn relu (0), the default alpha 0.01, frac_bits 0.
 const std::vector<int64_t> kRelu = {0, fracsim::isa::real_to_attr(0.01), 0};
@@ -150,16 +149,16 @@ TEST_CASE("tiny dense + relu: the exact program") {
   // Matrices are a batch of one for matmul, and seen with four leading dims of extent 1 by the
   // rank-6 eltwise and activation; every added dim has stride 0.
   std::vector<Instruction> expect = {
-      instr("matmul",
+      instruction("matmul",
             {ref(x, DType::f32, {1, 2, 3}, {0, 3, 1}), ref(w, DType::f32, {1, 3, 4}, {0, 4, 1}),
              ref(fc, DType::f32, {1, 2, 4}, {0, 4, 1})},
             {0}),
-      instr("eltwise",
+      instruction("eltwise",
             {ref(fc, DType::f32, {1, 1, 1, 1, 2, 4}, {0, 0, 0, 0, 4, 1}),
              ref(b, DType::f32, {1, 1, 1, 1, 2, 4}, {0, 0, 0, 0, 0, 1}),
              ref(fc, DType::f32, {1, 1, 1, 1, 2, 4}, {0, 0, 0, 0, 4, 1})},
             {0}),
-      instr("activation",
+      instruction("activation",
             {ref(fc, DType::f32, {1, 1, 1, 1, 2, 4}, {0, 0, 0, 0, 4, 1}),
              ref(act, DType::f32, {1, 1, 1, 1, 2, 4}, {0, 0, 0, 0, 4, 1})},
             kRelu),
@@ -230,20 +229,20 @@ TEST_CASE("add with a broadcast row, rank-1 and rank-3 relu, integer matmul: ope
   // [2,3,4] is seen as the matrix [6,4] and the row [4] as [1,4], then with leading dims of
   // extent 1 and stride 0 up to the op's rank.
   std::vector<Instruction> expect = {
-      instr("eltwise",
+      instruction("eltwise",
             {ref(a, DType::f32, {1, 1, 1, 1, 6, 4}, {0, 0, 0, 0, 4, 1}),
              ref(row, DType::f32, {1, 1, 1, 1, 6, 4}, {0, 0, 0, 0, 0, 1}),
              ref(s, DType::f32, {1, 1, 1, 1, 6, 4}, {0, 0, 0, 0, 4, 1})},
             {0}),
-      instr("activation",
+      instruction("activation",
             {ref(s, DType::f32, {1, 1, 1, 1, 6, 4}, {0, 0, 0, 0, 4, 1}),
              ref(r, DType::f32, {1, 1, 1, 1, 6, 4}, {0, 0, 0, 0, 4, 1})},
             kRelu),
-      instr("activation",
+      instruction("activation",
             {ref(row, DType::f32, {1, 1, 1, 1, 1, 4}, {0, 0, 0, 0, 4, 1}),
              ref(r1, DType::f32, {1, 1, 1, 1, 1, 4}, {0, 0, 0, 0, 4, 1})},
             kRelu),
-      instr("matmul",
+      instruction("matmul",
             {ref(pa, DType::i8, {1, 5, 6}, {0, 6, 1}), ref(qa, DType::i8, {1, 6, 7}, {0, 7, 1}),
              ref(mm, DType::i32, {1, 5, 7}, {0, 7, 1})},
             {0}),
@@ -307,7 +306,7 @@ TEST_CASE("mlp: liveness reuse, exact footprint, no overlap of live tensors") {
 
   // The third matmul reads relu2 and the [1024,10] weight and writes the output.
   CHECK(p.instructions[6] ==
-        instr("matmul",
+        instruction("matmul",
               {ref(7658048 + 262144, DType::f32, {1, 64, 1024}, {0, 1024, 1}),
                ref(c.plan.at("fc3.weight").address, DType::f32, {1, 1024, 10}, {0, 10, 1}),
                ref(7655488, DType::f32, {1, 64, 10}, {0, 10, 1})},

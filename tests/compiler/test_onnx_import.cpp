@@ -249,19 +249,34 @@ TEST_CASE("what the front end does not support is an error naming file, node, op
     OnnxModelBuilder b;
     b.input("x", kFloat, {1, 2, 2}).floats("s", {2}, {1, 1}).output("y", kFloat, {1, 2, 2});
     onnx::NodeProto& n = b.node("BatchNormalization", {"x", "s", "s", "s", "s"}, {"y"}, "bn");
-    set_attr(n, "training_mode", int64_t{1});
+    set_attr(n, "training_mode", int64_t{2});
     CHECK(import_error(b) ==
-          "m.onnx: node 'bn' (BatchNormalization): attribute 'training_mode' "
-          "= 1 is not supported (inference only)");
+          "m.onnx: node 'bn' (BatchNormalization): attribute 'training_mode' = 2 is not 0 or 1");
   }
-  {
+  auto binary = [](int32_t type, const std::string& op) {
     OnnxModelBuilder b;
-    b.input("x", onnx::TensorProto::UINT8, {4}).input("z", onnx::TensorProto::UINT8, {4});
-    b.node("Add", {"x", "z"}, {"y"}, "add");
-    b.output("y", onnx::TensorProto::UINT8, {4});
+    b.input("x", type, {4}).input("z", type, {4});
+    b.node(op, {"x", "z"}, {"y"}, "e");
+    b.output("y", type, {4});
+    return b;
+  };
+  CHECK(import_error(binary(onnx::TensorProto::BOOL, "Add")) ==
+        "m.onnx: node 'e' (Add): input 'x' has dtype BOOL, which the ISA lacks (it has f32, f16, "
+        "bf16, i32, i16, i8, u8, u16, u32, u64, i64, f64)");
+  // The ISA's eltwise has u16 rows for max and min only, and i8 add saturates where ONNX wraps.
+  CHECK(import_error(binary(onnx::TensorProto::UINT16, "Add")) ==
+        "m.onnx: node 'e' (Add): input 'x' has dtype u16; this op takes f32, i32, u8");
+  CHECK(import_error(binary(onnx::TensorProto::INT8, "Mul")) ==
+        "m.onnx: node 'e' (Mul): input 'x' has dtype i8; this op takes f32, i32, u8");
+  CHECK(import_error(binary(onnx::TensorProto::UINT16, "Max")) == "no error");
+  {
+    // Empty tensors pass through Reshape only.
+    OnnxModelBuilder b;
+    b.floats("x", {0, 3}, {}).output("y", kFloat, {});
+    b.node("Relu", {"x"}, {"y"}, "r");
     CHECK(import_error(b) ==
-          "m.onnx: node 'add' (Add): input 'x' has dtype UINT8, which the ISA "
-          "lacks (it has f32, i32, i16, i8)");
+          "m.onnx: node 'r' (Relu): input 'x' has an empty shape [0,3] (fracsim takes empty "
+          "tensors in Reshape only)");
   }
   {
     OnnxModelBuilder b;
@@ -282,10 +297,21 @@ TEST_CASE("what the front end does not support is an error naming file, node, op
   }
   {
     OnnxModelBuilder b;
-    b.input("x", kFloat, {1, 2, 4, 4}).output("y", kFloat, {}).output("z", kInt64, {});
+    b.input("x", kFloat, {1, 2, 4}).output("y", kFloat, {}).output("z", kInt64, {});
     onnx::NodeProto& n = b.node("MaxPool", {"x"}, {"y", "z"}, "mp");
-    set_attr(n, "kernel_shape", std::vector<int64_t>{2, 2});
-    CHECK(import_error(b) == "m.onnx: node 'mp' (MaxPool): output 1 ('z') is not supported");
+    set_attr(n, "kernel_shape", std::vector<int64_t>{2});
+    CHECK(import_error(b) ==
+          "m.onnx: node 'mp' (MaxPool): output 1 ('z', the indices) is supported for 2-D pooling "
+          "only, not for the input [1,2,4]");
+  }
+  {
+    OnnxModelBuilder b;
+    b.input("x", onnx::TensorProto::UINT8, {1, 2, 4}).output("y", onnx::TensorProto::UINT8, {});
+    onnx::NodeProto& n = b.node("MaxPool", {"x"}, {"y"}, "mp");
+    set_attr(n, "kernel_shape", std::vector<int64_t>{2});
+    CHECK(import_error(b) ==
+          "m.onnx: node 'mp' (MaxPool): input 'x' [1,2,4] has dtype u8, which the ISA's pool1d "
+          "does not take");
   }
 }
 

@@ -275,9 +275,9 @@ TEST_CASE("non-positive units and extents") {
 }
 
 TEST_CASE("dtypes: unknown names and unsupported combinations") {
-  CHECK(error_of(lines(with(base(), 3, "  x: {shape: [4, 3], dtype: f64}"))) ==
-        "w.yaml:3: inputs.x.dtype: unknown dtype 'f64' (expected one of: f32, f16, bf16, i32, "
-        "i16, i8)");
+  CHECK(error_of(lines(with(base(), 3, "  x: {shape: [4, 3], dtype: f128}"))) ==
+        "w.yaml:3: inputs.x.dtype: unknown dtype 'f128' (expected one of: f32, f16, bf16, i32, "
+        "i16, i8, u8, u16, u32, u64, i64, f64)");
   CHECK(error_of(lines(with(base(), 3, "  x: {shape: [4, 3], dtype: i8}"))) ==
         "w.yaml:5: layers[0].input: layer 'fc': dense supports only f32 in v1, got 'x' of "
         "dtype i8");

@@ -307,8 +307,8 @@ TEST_CASE("encoding: decode rejects malformed files with exact messages") {
         "0x775ef04c): the file is corrupted or truncated");
   std::vector<uint8_t> cut(t.begin(), t.end() - 10);  // ends 6 bytes into the symbol's extent
   CHECK(err(reseal(cut)) == "t.fbin: byte 165: truncated: symbol 0 extent needs 8 bytes, 6 remain");
-  CHECK(err(with_bytes(t, 45, {6})) ==
-        "t.fbin: byte 45: invalid dtype code 6 in instruction 0 operand 0");
+  CHECK(err(with_bytes(t, 45, {12})) ==
+        "t.fbin: byte 45: invalid dtype code 12 in instruction 0 operand 0");
   CHECK(err(with_bytes(t, 46, {9})) ==
         "t.fbin: byte 46: instruction 0 operand 0 has rank 9 (at most 8)");
   CHECK(err(with_bytes(t, 87, {2})) == "t.fbin: byte 87: invalid kind code 2 in data segment 0");
@@ -353,8 +353,9 @@ TEST_CASE("encoding: every single-byte corruption and truncation fails cleanly o
     }
   // Addresses, extents, attributes, payload bytes and doubles take any value; magic, version,
   // flags, counts, lengths, codes and ranks do not. Exact, so that a looser decoder shows up.
-  CHECK(accepted == 564);
-  CHECK(rejected == 190);
+  // (0x09 in the tiny program's three dtype bytes is u64: accepted.)
+  CHECK(accepted == 567);
+  CHECK(rejected == 187);
   for (size_t n = 0; n < kTinyBytes.size(); ++n) {
     std::vector<uint8_t> prefix(kTinyBytes.begin(), kTinyBytes.begin() + static_cast<long>(n));
     CHECK_THROWS_AS(decode_program(prefix, "t.fbin"), ConfigError);
@@ -551,7 +552,7 @@ TEST_CASE("assembly: every error names the line and token") {
   CHECK(with_a("f32@0x0[2,2:2,1") ==
         bad_tensor + "'f32@0x0[2,2:2,1': expected [EXTENTS:STRIDES] after the address");
   CHECK(with_a("f32[2:1]") == bad_tensor + "'f32[2:1]': expected DTYPE@ADDRESS[EXTENTS:STRIDES]");
-  CHECK(with_a("f64@0x0[2:1]") == bad_tensor + "'f64@0x0[2:1]': unknown dtype 'f64'");
+  CHECK(with_a("f128@0x0[2:1]") == bad_tensor + "'f128@0x0[2:1]': unknown dtype 'f128'");
   CHECK(with_a("f32@40[2:1]") ==
         bad_tensor + "'f32@40[2:1]': bad address '40' (expected hex, as 0x40)");
   CHECK(with_a("f32@0x0[2,x:2,1]") == bad_tensor + "'f32@0x0[2,x:2,1]': bad extent 'x'");
@@ -592,7 +593,7 @@ TEST_CASE("assembly: every error names the line and token") {
   CHECK(err(".data bytes 0x0 i16 2 0102") ==
         "t.fasm:3: .data: 2 elements of i16 need 8 hex digits, got 4");
   CHECK(err(".data bytes 0x0 i8 1 zz") == "t.fasm:3: .data: bad hex byte 'zz'");
-  CHECK(err(".data bytes 0x0 f64 1 00") == "t.fasm:3: .data: unknown dtype 'f64'");
+  CHECK(err(".data bytes 0x0 f128 1 00") == "t.fasm:3: .data: unknown dtype 'f128'");
   CHECK(err(".data bytes 0 i8 1 00") == "t.fasm:3: .data: bad address '0' (expected hex, as 0x40)");
   CHECK(err(".data random 0x0 f32 1 seed=1 lo=nan hi=1") ==
         "t.fasm:3: .data: bad lo 'nan' (expected a number)");

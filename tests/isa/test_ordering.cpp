@@ -14,11 +14,15 @@
 #include "isa/error.h"
 #include "isa/reference.h"
 #include "tests/common/memory_helpers.h"
+#include "tests/common/instruction_helpers.h"
 
 using namespace fracsim;
 using namespace fracsim::isa;
 
 namespace {
+
+using fracsim::testing::instruction;
+using fracsim::testing::run_reference;
 const OpTable& ops() { return OpTable::builtin(); }
 
 using fracsim::testing::get;
@@ -28,17 +32,6 @@ std::vector<uint32_t> get_bits(const std::vector<uint8_t>& mem, uint64_t addr, s
   return get<uint32_t>(mem, addr, n);
 }
 
-Instruction make(const std::string& op, std::vector<TensorRef> operands,
-                 std::vector<int64_t> attrs) {
-  Instruction in;
-  in.opcode = ops().get(op).opcode;
-  in.operands = std::move(operands);
-  in.attrs = std::move(attrs);
-  return in;
-}
-void run(const Instruction& in, std::vector<uint8_t>& mem) {
-  execute_reference(ops().get(in.opcode), in, MemoryView{mem.data(), mem.size()});
-}
 
 constexpr uint32_t kPos0 = 0x00000000u, kNeg0 = 0x80000000u, kInf = 0x7f800000u,
                    kNegInf = 0xff800000u, kNanA = 0x7fc00001u, kNanB = 0xffc00002u;
@@ -56,12 +49,12 @@ std::vector<int64_t> count_attrs(int64_t base, bool accumulate) { return {base, 
 // sort or merge of in[M,N] at `in` into out[M,N] at `out` (the same address: in place).
 Instruction rows(const std::string& op, DType t, int64_t m, int64_t n, uint64_t in, uint64_t out,
                  std::vector<int64_t> attrs) {
-  return make(op, {make_tensor(in, t, {m, n}), make_tensor(out, t, {m, n})}, std::move(attrs));
+  return instruction(op, {make_tensor(in, t, {m, n}), make_tensor(out, t, {m, n})}, std::move(attrs));
 }
 
 // topk of in[M,N] at 0, idx[M,N] at 256, out[M,K] at 512, out_idx[M,K] at 768.
 Instruction topk(DType t, int64_t m, int64_t n, int64_t k, bool largest, bool accumulate) {
-  return make("topk",
+  return instruction("topk",
               {make_tensor(0, t, {m, n}), make_tensor(256, DType::i32, {m, n}),
                make_tensor(512, t, {m, k}), make_tensor(768, DType::i32, {m, k})},
               topk_attrs(largest, accumulate));
@@ -87,18 +80,18 @@ TEST_CASE("sort f32: stable, -0 == +0, NaN after +inf ascending and first descen
                                      kInf, kTwo,  kNegInf, kNanB};
   put<uint32_t>(mem, 0, row);
   const Instruction asc = rows("sort", DType::f32, 1, 9, 0, 128, sort_attrs(false));
-  run(asc, mem);
+  run_reference(asc, mem);
   CHECK(get_bits(mem, 128, 9) ==
         std::vector<uint32_t>{kNegInf, kMinusOne, kPos0, kNeg0, kTwo, kTwo, kInf, kNanA, kNanB});
   // Descending reverses the key order, not the result: equal keys still keep input order.
   Instruction desc = asc;
   desc.attrs = sort_attrs(true);
-  run(desc, mem);
+  run_reference(desc, mem);
   CHECK(get_bits(mem, 128, 9) ==
         std::vector<uint32_t>{kNanA, kNanB, kInf, kTwo, kTwo, kPos0, kNeg0, kMinusOne, kNegInf});
   // In place: the same tensor as in and out; -0 now comes first, so it stays first.
   put<uint32_t>(mem, 0, {kNeg0, kOne, kPos0, kNanB, kNegInf});
-  run(rows("sort", DType::f32, 1, 5, 0, 0, sort_attrs(false)), mem);
+  run_reference(rows("sort", DType::f32, 1, 5, 0, 0, sort_attrs(false)), mem);
   CHECK(get_bits(mem, 0, 5) == std::vector<uint32_t>{kNegInf, kNeg0, kPos0, kOne, kNanB});
 }
 
@@ -106,17 +99,17 @@ TEST_CASE("sort integers: rows independent, duplicates, extremes, descending") {
   std::vector<uint8_t> mem(256, 0);
   SUBCASE("i8, two rows") {
     put<int8_t>(mem, 0, {3, -128, 3, 127, 0, -1, 5, 5, -7, 5});
-    run(rows("sort", DType::i8, 2, 5, 0, 64, sort_attrs(false)), mem);
+    run_reference(rows("sort", DType::i8, 2, 5, 0, 64, sort_attrs(false)), mem);
     CHECK(get<int8_t>(mem, 64, 10) == std::vector<int8_t>{-128, 0, 3, 3, 127, -7, -1, 5, 5, 5});
-    run(rows("sort", DType::i8, 2, 5, 0, 64, sort_attrs(true)), mem);
+    run_reference(rows("sort", DType::i8, 2, 5, 0, 64, sort_attrs(true)), mem);
     CHECK(get<int8_t>(mem, 64, 10) == std::vector<int8_t>{127, 3, 3, 0, -128, 5, 5, 5, -1, -7});
   }
   SUBCASE("i16 and i32") {
     put<int16_t>(mem, 0, {-300, 32767, -32768, 7});
-    run(rows("sort", DType::i16, 1, 4, 0, 64, sort_attrs(true)), mem);
+    run_reference(rows("sort", DType::i16, 1, 4, 0, 64, sort_attrs(true)), mem);
     CHECK(get<int16_t>(mem, 64, 4) == std::vector<int16_t>{32767, 7, -300, -32768});
     put<int32_t>(mem, 0, {kI32Max, 0, kI32Min, -1});
-    run(rows("sort", DType::i32, 1, 4, 0, 64, sort_attrs(false)), mem);
+    run_reference(rows("sort", DType::i32, 1, 4, 0, 64, sort_attrs(false)), mem);
     CHECK(get<int32_t>(mem, 64, 4) == std::vector<int32_t>{kI32Min, -1, 0, kI32Max});
   }
 }
@@ -126,31 +119,31 @@ TEST_CASE("merge: 3 unequal runs in place, ties from the lower run") {
   SUBCASE("f32 ascending, runs of 3, 3, 2") {
     put<uint32_t>(mem, 0, {kNeg0, kOne, kNanB, kPos0, kOne, kFive, kMinusOne, kNanA});
     const TensorRef t = make_tensor(0, DType::f32, {1, 8});
-    run(make("merge", {t, t}, merge_attrs(3, false)), mem);
+    run_reference(instruction("merge", {t, t}, merge_attrs(3, false)), mem);
     CHECK(get_bits(mem, 0, 8) ==
           std::vector<uint32_t>{kMinusOne, kNeg0, kPos0, kOne, kOne, kFive, kNanB, kNanA});
   }
   SUBCASE("f32 descending: NaN runs first, +0 of the lower run before -0") {
     put<uint32_t>(mem, 0, {kInf, kPos0, kNanA, kNeg0, kNegInf});  // runs of 2, 2, 1
     const TensorRef t = make_tensor(0, DType::f32, {1, 5});
-    run(make("merge", {t, t}, merge_attrs(3, true)), mem);
+    run_reference(instruction("merge", {t, t}, merge_attrs(3, true)), mem);
     CHECK(get_bits(mem, 0, 5) == std::vector<uint32_t>{kNanA, kInf, kPos0, kNeg0, kNegInf});
   }
   SUBCASE("i32 descending, two rows, runs of 3, 2, 2") {
     put<int32_t>(mem, 0, {9, 5, 1, 7, 5, 9, 0, 3, 2, 1, 6, 0, 4, -1});
-    run(rows("merge", DType::i32, 2, 7, 0, 64, merge_attrs(3, true)), mem);
+    run_reference(rows("merge", DType::i32, 2, 7, 0, 64, merge_attrs(3, true)), mem);
     CHECK(get<int32_t>(mem, 64, 14) ==
           std::vector<int32_t>{9, 9, 7, 5, 5, 1, 0, 6, 4, 3, 2, 1, 0, -1});
   }
   SUBCASE("more runs than elements: the extra runs are empty") {
     put<int8_t>(mem, 0, {3, 1});
     const TensorRef t = make_tensor(0, DType::i8, {1, 2});
-    run(make("merge", {t, t}, merge_attrs(4, false)), mem);
+    run_reference(instruction("merge", {t, t}, merge_attrs(4, false)), mem);
     CHECK(get<int8_t>(mem, 0, 2) == std::vector<int8_t>{1, 3});
   }
   SUBCASE("runs below 1 are an error") {
     const TensorRef t = make_tensor(0, DType::i16, {1, 2});
-    CHECK_THROWS_WITH_AS(run(make("merge", {t, t}, merge_attrs(0, false)), mem),
+    CHECK_THROWS_WITH_AS(run_reference(instruction("merge", {t, t}, merge_attrs(0, false)), mem),
                          "merge: runs = 0, must be at least 1", ConfigError);
   }
 }
@@ -159,23 +152,23 @@ TEST_CASE("topk: value, then smaller index; largest and smallest") {
   std::vector<uint8_t> mem(1024, 0);
   put<float>(mem, 0, {1.0f, 3.0f, 3.0f, 2.0f, 3.0f});
   put<int32_t>(mem, 256, {10, 4, 2, 7, 9});
-  run(topk(DType::f32, 1, 5, 3, true, false), mem);
+  run_reference(topk(DType::f32, 1, 5, 3, true, false), mem);
   CHECK(get<float>(mem, 512, 3) == std::vector<float>{3.0f, 3.0f, 3.0f});
   CHECK(get<int32_t>(mem, 768, 3) == std::vector<int32_t>{2, 4, 9});
-  run(topk(DType::f32, 1, 5, 3, false, false), mem);
+  run_reference(topk(DType::f32, 1, 5, 3, false, false), mem);
   CHECK(get<float>(mem, 512, 3) == std::vector<float>{1.0f, 2.0f, 3.0f});
   CHECK(get<int32_t>(mem, 768, 3) == std::vector<int32_t>{10, 7, 2});
   SUBCASE("i16, two rows") {
     put<int16_t>(mem, 0, {-5, 8, 8, -32768, 0, 0, 32767, -1});
     put<int32_t>(mem, 256, {0, 1, 2, 3, 0, 1, 2, 3});
-    run(topk(DType::i16, 2, 4, 2, false, false), mem);
+    run_reference(topk(DType::i16, 2, 4, 2, false, false), mem);
     CHECK(get<int16_t>(mem, 512, 4) == std::vector<int16_t>{-32768, -5, -1, 0});
     CHECK(get<int32_t>(mem, 768, 4) == std::vector<int32_t>{3, 0, 3, 0});
   }
   SUBCASE("+0 and -0 tie; equal indices then order by the value's bits") {
     put<uint32_t>(mem, 0, {kNeg0, kPos0, kPos0, kNanB, kNanA});
     put<int32_t>(mem, 256, {1, 1, 0, 5, 5});
-    run(topk(DType::f32, 1, 5, 5, true, false), mem);
+    run_reference(topk(DType::f32, 1, 5, 5, true, false), mem);
     CHECK(get_bits(mem, 512, 5) == std::vector<uint32_t>{kNanA, kNanB, kPos0, kPos0, kNeg0});
     CHECK(get<int32_t>(mem, 768, 5) == std::vector<int32_t>{5, 5, 0, 1, 1});
   }
@@ -186,29 +179,29 @@ TEST_CASE("topk: fewer candidates than K fill with the worst value and index -1,
   SUBCASE("f32 largest: a real -inf ranks before the fill") {
     put<uint32_t>(mem, 0, {kNegInf, kFive});
     put<int32_t>(mem, 256, {0, 1});
-    run(topk(DType::f32, 1, 2, 4, true, false), mem);
+    run_reference(topk(DType::f32, 1, 2, 4, true, false), mem);
     CHECK(get_bits(mem, 512, 4) == std::vector<uint32_t>{kFive, kNegInf, kNegInf, kNegInf});
     CHECK(get<int32_t>(mem, 768, 4) == std::vector<int32_t>{1, 0, -1, -1});
   }
   SUBCASE("f32 smallest: a real NaN ranks before the +inf fill") {
     put<uint32_t>(mem, 0, {kNanA, kOne});
     put<int32_t>(mem, 256, {0, 1});
-    run(topk(DType::f32, 1, 2, 3, false, false), mem);
+    run_reference(topk(DType::f32, 1, 2, 3, false, false), mem);
     CHECK(get_bits(mem, 512, 3) == std::vector<uint32_t>{kOne, kNanA, kInf});
     CHECK(get<int32_t>(mem, 768, 3) == std::vector<int32_t>{1, 0, -1});
   }
   SUBCASE("i8: min for largest, max for smallest") {
     put<int8_t>(mem, 0, {4});
     put<int32_t>(mem, 256, {7});
-    run(topk(DType::i8, 1, 1, 2, true, false), mem);
+    run_reference(topk(DType::i8, 1, 1, 2, true, false), mem);
     CHECK(get<int8_t>(mem, 512, 2) == std::vector<int8_t>{4, -128});
     CHECK(get<int32_t>(mem, 768, 2) == std::vector<int32_t>{7, -1});
-    run(topk(DType::i8, 1, 1, 2, false, false), mem);
+    run_reference(topk(DType::i8, 1, 1, 2, false, false), mem);
     CHECK(get<int8_t>(mem, 512, 2) == std::vector<int8_t>{4, 127});
     CHECK(get<int32_t>(mem, 768, 2) == std::vector<int32_t>{7, -1});
   }
   SUBCASE("i32 with N = 0: all fill") {
-    run(topk(DType::i32, 1, 0, 2, false, false), mem);
+    run_reference(topk(DType::i32, 1, 0, 2, false, false), mem);
     CHECK(get<int32_t>(mem, 512, 2) == std::vector<int32_t>{kI32Max, kI32Max});
     CHECK(get<int32_t>(mem, 768, 2) == std::vector<int32_t>{-1, -1});
   }
@@ -221,7 +214,7 @@ TEST_CASE("topk with accumulate: the old list competes, old fill entries rank la
     put<int32_t>(mem, 768, {3, 8, -1});
     put<uint32_t>(mem, 0, {kTwo, kFour, kNegInf});
     put<int32_t>(mem, 256, {1, 9, 5});
-    run(topk(DType::f32, 1, 3, 3, true, true), mem);
+    run_reference(topk(DType::f32, 1, 3, 3, true, true), mem);
     CHECK(get_bits(mem, 512, 3) == std::vector<uint32_t>{kFive, kFour, kTwo});
     CHECK(get<int32_t>(mem, 768, 3) == std::vector<int32_t>{3, 9, 1});
   }
@@ -230,7 +223,7 @@ TEST_CASE("topk with accumulate: the old list competes, old fill entries rank la
     put<int32_t>(mem, 768, {1, -1, -1});
     put<uint32_t>(mem, 0, {kNanA});
     put<int32_t>(mem, 256, {0});
-    run(topk(DType::f32, 1, 1, 3, false, true), mem);
+    run_reference(topk(DType::f32, 1, 1, 3, false, true), mem);
     CHECK(get_bits(mem, 512, 3) == std::vector<uint32_t>{kOne, kNanA, kInf});
     CHECK(get<int32_t>(mem, 768, 3) == std::vector<int32_t>{1, 0, -1});
   }
@@ -239,7 +232,7 @@ TEST_CASE("topk with accumulate: the old list competes, old fill entries rank la
     put<int32_t>(mem, 768, {0, -1, -1});
     put<int32_t>(mem, 0, {kI32Max});
     put<int32_t>(mem, 256, {6});
-    run(topk(DType::i32, 1, 1, 3, false, true), mem);
+    run_reference(topk(DType::i32, 1, 1, 3, false, true), mem);
     CHECK(get<int32_t>(mem, 512, 3) == std::vector<int32_t>{-7, kI32Max, kI32Max});
     CHECK(get<int32_t>(mem, 768, 3) == std::vector<int32_t>{0, 6, -1});
   }
@@ -249,7 +242,7 @@ TEST_CASE("count: labels base..base+C-1, accumulate, i32 wrap-around") {
   std::vector<uint8_t> mem(512, 0);
   SUBCASE("i8, two rows, base 1") {
     put<int8_t>(mem, 0, {1, 2, 2, 5, -1, 3, 0, 0, 3, 3, 3, 4});
-    run(make("count", {make_tensor(0, DType::i8, {2, 6}), make_tensor(256, DType::i32, {2, 3})},
+    run_reference(instruction("count", {make_tensor(0, DType::i8, {2, 6}), make_tensor(256, DType::i32, {2, 3})},
              count_attrs(1, false)),
         mem);
     CHECK(get<int32_t>(mem, 256, 6) == std::vector<int32_t>{1, 2, 1, 0, 0, 3});
@@ -257,14 +250,14 @@ TEST_CASE("count: labels base..base+C-1, accumulate, i32 wrap-around") {
   SUBCASE("i16, negative base, accumulate wraps") {
     put<int16_t>(mem, 0, {-300, -299, -300, 7});
     put<int32_t>(mem, 256, {kI32Max, 5});
-    run(make("count", {make_tensor(0, DType::i16, {1, 4}), make_tensor(256, DType::i32, {1, 2})},
+    run_reference(instruction("count", {make_tensor(0, DType::i16, {1, 4}), make_tensor(256, DType::i32, {1, 2})},
              count_attrs(-300, true)),
         mem);
     CHECK(get<int32_t>(mem, 256, 2) == std::vector<int32_t>{kI32Min + 1, 6});
   }
   SUBCASE("i32: base + c is not wrapped to meet a label") {
     put<int32_t>(mem, 0, {kI32Max, kI32Min, kI32Max});
-    run(make("count", {make_tensor(0, DType::i32, {1, 3}), make_tensor(256, DType::i32, {1, 2})},
+    run_reference(instruction("count", {make_tensor(0, DType::i32, {1, 3}), make_tensor(256, DType::i32, {1, 2})},
              count_attrs(kI32Max, false)),
         mem);
     CHECK(get<int32_t>(mem, 256, 2) == std::vector<int32_t>{2, 0});
@@ -285,7 +278,7 @@ DecompositionStats check_decomposed(const Instruction& in, const std::vector<uin
                                     const std::vector<NodeBudget>& levels) {
   const OpDef& op = ops().get(in.opcode);
   std::vector<uint8_t> want = mem, got = mem;
-  run(in, want);
+  run_reference(in, want);
   DecompositionStats st;
   execute_decomposed(op, ops(), in, MemoryView{got.data(), got.size()}, levels, &st);
   CAPTURE(instruction_str(op, in));
@@ -345,7 +338,7 @@ TEST_CASE("merge decomposed: rows split serially and across children") {
     }
   put<int16_t>(mem, 0, rows);
   const TensorRef t = make_tensor(0, DType::i16, {6, 7});
-  const Instruction in = make("merge", {t, t}, merge_attrs(3, false));
+  const Instruction in = instruction("merge", {t, t}, merge_attrs(3, false));
   const std::vector<NodeBudget> levels = {{128, 2, "level 0"}, {256, 1, "leaf"}};
   const TopLevel top = top_level(in, levels[0]);
   CHECK(top.plan.pieces.size() > 1);
@@ -390,7 +383,7 @@ TEST_CASE("topk decomposed: serial accumulation and self-combined children, with
         check_decomposed(in, *mem, levels);
       }
   std::vector<uint8_t> whole = nans;
-  run(topk(DType::f32, 1, 40, 5, false, false), whole);
+  run_reference(topk(DType::f32, 1, 40, 5, false, false), whole);
   CHECK(get_bits(whole, 512, 5) == std::vector<uint32_t>{kOne, kInf, kNanA, kNanA, kNanA});
 }
 
@@ -405,7 +398,7 @@ TEST_CASE("count decomposed: C split across children with base offsets, N serial
   for (bool accumulate : {false, true}) {
     CAPTURE(accumulate);
     const Instruction in =
-        make("count", {make_tensor(0, DType::i8, {1, 200}), make_tensor(256, DType::i32, {1, 8})},
+        instruction("count", {make_tensor(0, DType::i8, {1, 200}), make_tensor(256, DType::i32, {1, 8})},
              count_attrs(3, accumulate));
     const TopLevel t = top_level(in, levels[0]);
     REQUIRE(t.plan.pieces.size() == 2);

@@ -11,11 +11,15 @@
 #include "isa/error.h"
 #include "isa/reference.h"
 #include "tests/common/memory_helpers.h"
+#include "tests/common/instruction_helpers.h"
 
 using namespace fracsim;
 using namespace fracsim::isa;
 
 namespace {
+
+using fracsim::testing::instruction;
+using fracsim::testing::run_reference;
 const OpTable& ops() { return OpTable::builtin(); }
 
 using fracsim::testing::get;
@@ -31,17 +35,6 @@ float float_of(uint32_t b) {
   return f;
 }
 
-Instruction make(const std::string& op, std::vector<TensorRef> operands,
-                 std::vector<int64_t> attrs) {
-  Instruction in;
-  in.opcode = ops().get(op).opcode;
-  in.operands = std::move(operands);
-  in.attrs = std::move(attrs);
-  return in;
-}
-void run(const Instruction& in, std::vector<uint8_t>& mem) {
-  execute_reference(ops().get(in.opcode), in, MemoryView{mem.data(), mem.size()});
-}
 
 // reduce's attributes in declaration order (pinned by the first test): fn, divisor, accumulate.
 enum Fn : int64_t { kSum, kMean, kMax, kMin };
@@ -53,7 +46,7 @@ std::vector<int64_t> red(Fn fn, int64_t accumulate = 0, int64_t divisor = 1) {
 // out[rows,1,1] at 256.
 Instruction row_reduce(DType in_t, DType out_t, int64_t rows, int64_t n,
                        std::vector<int64_t> attrs) {
-  return make("reduce",
+  return instruction("reduce",
               {make_tensor(0, in_t, {rows, 1, 1, n, 1, 1}), make_tensor(256, out_t, {rows, 1, 1})},
               std::move(attrs));
 }
@@ -74,18 +67,18 @@ TEST_CASE("reduce sum: integers widen to i32 and wrap around") {
   std::vector<uint8_t> mem(512, 0);
   SUBCASE("i32 past INT32_MAX") {
     put<int32_t>(mem, 0, {std::numeric_limits<int32_t>::max(), 1, 5});
-    run(row_reduce(DType::i32, DType::i32, 1, 3, red(kSum)), mem);
+    run_reference(row_reduce(DType::i32, DType::i32, 1, 3, red(kSum)), mem);
     CHECK(get<int32_t>(mem, 256, 1)[0] == std::numeric_limits<int32_t>::min() + 5);
   }
   SUBCASE("i8 does not saturate at the input's range") {
     put<int8_t>(mem, 0, {127, 127, 127, 127, -128, -128, -128, 1});
-    run(row_reduce(DType::i8, DType::i32, 2, 4, red(kSum)), mem);
+    run_reference(row_reduce(DType::i8, DType::i32, 2, 4, red(kSum)), mem);
     CHECK(get<int32_t>(mem, 256, 2) == std::vector<int32_t>{508, -383});
   }
   SUBCASE("i16 with accumulate starts from the old output") {
     put<int16_t>(mem, 0, {-300, 200});
     put<int32_t>(mem, 256, {10});
-    run(row_reduce(DType::i16, DType::i32, 1, 2, red(kSum, 1)), mem);
+    run_reference(row_reduce(DType::i16, DType::i32, 1, 2, red(kSum, 1)), mem);
     CHECK(get<int32_t>(mem, 256, 1)[0] == -90);
   }
 }
@@ -95,20 +88,20 @@ TEST_CASE("reduce sum and mean in f32") {
   SUBCASE("sum") {
     put<float>(mem, 0, {1.5f, -0.25f, 4.0f});
     put<float>(mem, 256, {100.0f});
-    run(row_reduce(DType::f32, DType::f32, 1, 3, red(kSum, 1)), mem);
+    run_reference(row_reduce(DType::f32, DType::f32, 1, 3, red(kSum, 1)), mem);
     CHECK(get<float>(mem, 256, 1)[0] == 105.25f);
   }
   SUBCASE("mean of 1,2,3,4 over 4") {
     put<float>(mem, 0, {1.0f, 2.0f, 3.0f, 4.0f});
     put<float>(mem, 256, {-7.0f});  // overwritten: accumulate is off
-    run(row_reduce(DType::f32, DType::f32, 1, 4, red(kMean, 0, 4)), mem);
+    run_reference(row_reduce(DType::f32, DType::f32, 1, 4, red(kMean, 0, 4)), mem);
     CHECK(get<float>(mem, 256, 1)[0] == 2.5f);
   }
   SUBCASE("mean divides term by term, so serial pieces give the same bits") {
     // mean of 1, 2, 4 over 3: 1/3 + 2/3 + 4/3 rounds to 2.33333349 (0x40155556), whereas
     // (1 + 2 + 4) / 3 would round to 2.33333325 (0x40155555).
     put<float>(mem, 0, {1.0f, 2.0f, 4.0f});
-    run(row_reduce(DType::f32, DType::f32, 1, 3, red(kMean, 0, 3)), mem);
+    run_reference(row_reduce(DType::f32, DType::f32, 1, 3, red(kMean, 0, 3)), mem);
     CHECK(bits_of(get<float>(mem, 256, 1)[0]) == 0x40155556u);
     // Terms 0..1, then 2 accumulating: what a serial split of R0 runs.
     std::vector<uint8_t> split(512, 0);
@@ -116,8 +109,8 @@ TEST_CASE("reduce sum and mean in f32") {
     Instruction first = row_reduce(DType::f32, DType::f32, 1, 2, red(kMean, 0, 3));
     Instruction rest = row_reduce(DType::f32, DType::f32, 1, 1, red(kMean, 1, 3));
     rest.operands[0].address = 2 * sizeof(float);
-    run(first, split);
-    run(rest, split);
+    run_reference(first, split);
+    run_reference(rest, split);
     CHECK(bits_of(get<float>(split, 256, 1)[0]) == 0x40155556u);
   }
 }
@@ -126,32 +119,32 @@ TEST_CASE("reduce max and min start from the first term, or the old output") {
   std::vector<uint8_t> mem(512, 0);
   SUBCASE("i8, all negative") {
     put<int8_t>(mem, 0, {-5, -2, -9, -7, -8, -1});
-    run(row_reduce(DType::i8, DType::i32, 2, 3, red(kMax)), mem);
+    run_reference(row_reduce(DType::i8, DType::i32, 2, 3, red(kMax)), mem);
     CHECK(get<int32_t>(mem, 256, 2) == std::vector<int32_t>{-2, -1});
-    run(row_reduce(DType::i8, DType::i32, 2, 3, red(kMin)), mem);
+    run_reference(row_reduce(DType::i8, DType::i32, 2, 3, red(kMin)), mem);
     CHECK(get<int32_t>(mem, 256, 2) == std::vector<int32_t>{-9, -8});
   }
   SUBCASE("i8 with accumulate") {
     put<int8_t>(mem, 0, {-5, -2, -9, -7, -8, -1});
     put<int32_t>(mem, 256, {-3, 4});
-    run(row_reduce(DType::i8, DType::i32, 2, 3, red(kMax, 1)), mem);
+    run_reference(row_reduce(DType::i8, DType::i32, 2, 3, red(kMax, 1)), mem);
     CHECK(get<int32_t>(mem, 256, 2) == std::vector<int32_t>{-2, 4});
     put<int32_t>(mem, 256, {-10, 0});
-    run(row_reduce(DType::i8, DType::i32, 2, 3, red(kMin, 1)), mem);
+    run_reference(row_reduce(DType::i8, DType::i32, 2, 3, red(kMin, 1)), mem);
     CHECK(get<int32_t>(mem, 256, 2) == std::vector<int32_t>{-10, -8});
   }
   SUBCASE("i32 extremes") {
     put<int32_t>(mem, 0,
                  {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()});
-    run(row_reduce(DType::i32, DType::i32, 1, 2, red(kMin)), mem);
+    run_reference(row_reduce(DType::i32, DType::i32, 1, 2, red(kMin)), mem);
     CHECK(get<int32_t>(mem, 256, 1)[0] == std::numeric_limits<int32_t>::min());
   }
   SUBCASE("f32, with and without accumulate") {
     put<float>(mem, 0, {-1.5f, -0.25f, -3.0f});
-    run(row_reduce(DType::f32, DType::f32, 1, 3, red(kMax)), mem);
+    run_reference(row_reduce(DType::f32, DType::f32, 1, 3, red(kMax)), mem);
     CHECK(get<float>(mem, 256, 1)[0] == -0.25f);
     put<float>(mem, 256, {-3.5f});
-    run(row_reduce(DType::f32, DType::f32, 1, 3, red(kMin, 1)), mem);
+    run_reference(row_reduce(DType::f32, DType::f32, 1, 3, red(kMin, 1)), mem);
     CHECK(get<float>(mem, 256, 1)[0] == -3.5f);
   }
 }
@@ -162,23 +155,23 @@ TEST_CASE("reduce max and min in f32: NaN propagates, the first NaN wins, ties k
   for (Fn fn : {kMax, kMin}) {
     CAPTURE(fn);
     put<float>(mem, 0, {1.0f, nan_a, 3.0f});
-    run(row_reduce(DType::f32, DType::f32, 1, 3, red(fn)), mem);
+    run_reference(row_reduce(DType::f32, DType::f32, 1, 3, red(fn)), mem);
     CHECK(bits_of(get<float>(mem, 256, 1)[0]) == 0x7fc00001u);
     put<float>(mem, 0, {nan_a, 2.0f, nan_b});
-    run(row_reduce(DType::f32, DType::f32, 1, 3, red(fn)), mem);
+    run_reference(row_reduce(DType::f32, DType::f32, 1, 3, red(fn)), mem);
     CHECK(bits_of(get<float>(mem, 256, 1)[0]) == 0x7fc00001u);
     put<float>(mem, 0, {1.0f, 2.0f, nan_b});  // the last term
-    run(row_reduce(DType::f32, DType::f32, 1, 3, red(fn)), mem);
+    run_reference(row_reduce(DType::f32, DType::f32, 1, 3, red(fn)), mem);
     CHECK(bits_of(get<float>(mem, 256, 1)[0]) == 0x7fc00002u);
     put<float>(mem, 0, {1.0f, 2.0f, 3.0f});  // a NaN in the old output stays
     put<float>(mem, 256, {nan_b});
-    run(row_reduce(DType::f32, DType::f32, 1, 3, red(fn, 1)), mem);
+    run_reference(row_reduce(DType::f32, DType::f32, 1, 3, red(fn, 1)), mem);
     CHECK(bits_of(get<float>(mem, 256, 1)[0]) == 0x7fc00002u);
     put<float>(mem, 0, {0.0f, -0.0f});
-    run(row_reduce(DType::f32, DType::f32, 1, 2, red(fn)), mem);
+    run_reference(row_reduce(DType::f32, DType::f32, 1, 2, red(fn)), mem);
     CHECK(bits_of(get<float>(mem, 256, 1)[0]) == 0x80000000u);
     put<float>(mem, 0, {-0.0f, 0.0f});
-    run(row_reduce(DType::f32, DType::f32, 1, 2, red(fn)), mem);
+    run_reference(row_reduce(DType::f32, DType::f32, 1, 2, red(fn)), mem);
     CHECK(bits_of(get<float>(mem, 256, 1)[0]) == 0u);
   }
 }
@@ -195,11 +188,11 @@ TEST_CASE("reduce over axes 0 and 2 of a [2,3,4] tensor, seen through strides") 
   in.strides = {4, 0, 0, 12, 1, 0};
   const TensorRef out = make_tensor(256, DType::i32, {3, 1, 1});
   // sum over i, k of 100i + 10j + k = 4 * 100 + 8 * 10j + 2 * (0+1+2+3) = 412 + 80j.
-  run(make("reduce", {in, out}, red(kSum)), mem);
+  run_reference(instruction("reduce", {in, out}, red(kSum)), mem);
   CHECK(get<int32_t>(mem, 256, 3) == std::vector<int32_t>{412, 492, 572});
-  run(make("reduce", {in, out}, red(kMax)), mem);
+  run_reference(instruction("reduce", {in, out}, red(kMax)), mem);
   CHECK(get<int32_t>(mem, 256, 3) == std::vector<int32_t>{103, 113, 123});
-  run(make("reduce", {in, out}, red(kMin)), mem);
+  run_reference(instruction("reduce", {in, out}, red(kMin)), mem);
   CHECK(get<int32_t>(mem, 256, 3) == std::vector<int32_t>{0, 10, 20});
   // The same in f32, averaged over the 8 terms: (412 + 80j) / 8, exact in binary.
   std::vector<float> tf(t.begin(), t.end());
@@ -207,13 +200,13 @@ TEST_CASE("reduce over axes 0 and 2 of a [2,3,4] tensor, seen through strides") 
   in.dtype = DType::f32;
   TensorRef outf = out;
   outf.dtype = DType::f32;
-  run(make("reduce", {in, outf}, red(kMean, 0, 8)), mem);
+  run_reference(instruction("reduce", {in, outf}, red(kMean, 0, 8)), mem);
   CHECK(get<float>(mem, 256, 3) == std::vector<float>{51.5f, 61.5f, 71.5f});
 }
 
 TEST_CASE("reduce over nothing leaves the start value: 0, or the old output") {
   std::vector<uint8_t> mem(512, 0);
-  const Instruction empty = make(
+  const Instruction empty = instruction(
       "reduce",
       {make_tensor(0, DType::f32, {2, 1, 1, 3, 0, 1}), make_tensor(256, DType::f32, {2, 1, 1})},
       {});
@@ -222,11 +215,11 @@ TEST_CASE("reduce over nothing leaves the start value: 0, or the old output") {
     Instruction in = empty;
     in.attrs = red(fn, 0, 3);
     put<float>(mem, 256, {7.0f, -7.0f});
-    run(in, mem);
+    run_reference(in, mem);
     CHECK(get<float>(mem, 256, 2) == std::vector<float>{0.0f, 0.0f});
     in.attrs = red(fn, 1, 3);
     put<float>(mem, 256, {7.0f, -7.0f});
-    run(in, mem);
+    run_reference(in, mem);
     CHECK(get<float>(mem, 256, 2) == std::vector<float>{7.0f, -7.0f});
   }
 }
@@ -239,7 +232,7 @@ TEST_CASE("reduce rejects an integer mean and a mean divisor below 1") {
                        ConfigError);
   in = row_reduce(DType::f32, DType::f32, 1, 4, red(kMean, 0, 0));
   std::vector<uint8_t> mem(512, 0);
-  CHECK_THROWS_WITH_AS(run(in, mem), "reduce: mean needs a divisor of at least 1, got 0",
+  CHECK_THROWS_WITH_AS(run_reference(in, mem), "reduce: mean needs a divisor of at least 1, got 0",
                        ConfigError);
 }
 
@@ -254,7 +247,7 @@ TEST_CASE("reduce max with a NaN, split across children, equals the whole") {
     CAPTURE(fn);
     const Instruction in = row_reduce(DType::f32, DType::f32, 1, 4, red(fn));
     std::vector<uint8_t> want = mem, got = mem;
-    run(in, want);
+    run_reference(in, want);
     DecompositionStats st;
     execute_decomposed(op, ops(), in, MemoryView{got.data(), got.size()},
                        {NodeBudget{2048, 4, "level 0"}, NodeBudget{2048, 1, "leaf"}}, &st);
@@ -270,21 +263,21 @@ TEST_CASE("distance by hand") {
     put<float>(mem, 0, {0, 0, 1, 2});
     put<float>(mem, 64, {3, 4, 1, 0});
     Instruction in =
-        make("distance",
+        instruction("distance",
              {make_tensor(0, DType::f32, {1, 2, 2}), make_tensor(64, DType::f32, {1, 2, 2}),
               make_tensor(128, DType::f32, {1, 2, 2})},
              {0});
-    run(in, mem);
+    run_reference(in, mem);
     CHECK(get<float>(mem, 128, 4) == std::vector<float>{25, 1, 8, 4});
     in.attrs = {1};
-    run(in, mem);
+    run_reference(in, mem);
     CHECK(get<float>(mem, 128, 4) == std::vector<float>{50, 2, 16, 8});
   }
   SUBCASE("f32 rounds the difference to f32 before squaring") {
     const float x = 0.1f, y = 0.3f, d = x - y;
     put<float>(mem, 0, {x});
     put<float>(mem, 64, {y});
-    run(make("distance",
+    run_reference(instruction("distance",
              {make_tensor(0, DType::f32, {1, 1, 1}), make_tensor(64, DType::f32, {1, 1, 1}),
               make_tensor(128, DType::f32, {1, 1, 1})},
              {0}),
@@ -297,7 +290,7 @@ TEST_CASE("distance by hand") {
     put<int8_t>(mem, 64, {127, -128});
     TensorRef b = make_tensor(64, DType::i8, {2, 1, 2});
     b.strides[0] = 0;
-    run(make("distance",
+    run_reference(instruction("distance",
              {make_tensor(0, DType::i8, {2, 1, 2}), b, make_tensor(128, DType::i32, {2, 1, 1})},
              {0}),
         mem);
@@ -307,7 +300,7 @@ TEST_CASE("distance by hand") {
   SUBCASE("i16: a square past 2^31 wraps around in i32") {
     put<int16_t>(mem, 0, {-32768});
     put<int16_t>(mem, 64, {32767});
-    run(make("distance",
+    run_reference(instruction("distance",
              {make_tensor(0, DType::i16, {1, 1, 1}), make_tensor(64, DType::i16, {1, 1, 1}),
               make_tensor(128, DType::i32, {1, 1, 1})},
              {0}),

@@ -8,10 +8,13 @@
 
 #include "isa/reference.h"
 #include "tests/common/memory_helpers.h"
+#include "tests/common/instruction_helpers.h"
 
 using namespace fracsim::isa;
 
 namespace {
+
+using fracsim::testing::rank6;
 using fracsim::testing::get;
 using fracsim::testing::put;
 const OpTable& ops() { return OpTable::builtin(); }
@@ -19,14 +22,6 @@ const OpTable& ops() { return OpTable::builtin(); }
 // A contiguous tensor seen at rank 6 (eltwise, activation): `shape` is the trailing dims, the
 // leading ones have extent 1 and stride 0. Written out here rather than taken from the library,
 // so that the test does not lean on the code it checks.
-TensorRef rank6(uint64_t addr, DType dtype, Shape shape) {
-  TensorRef t = make_tensor(addr, dtype, shape);
-  while (t.shape.size() < 6) {
-    t.shape.insert(t.shape.begin(), 1);
-    t.strides.insert(t.strides.begin(), 0);
-  }
-  return t;
-}
 
 void run(const std::string& op, std::vector<TensorRef> operands, std::vector<int64_t> attrs,
          std::vector<uint8_t>& mem) {

@@ -13,10 +13,13 @@
 #include "isa/decompose/piece.h"
 #include "isa/reference.h"
 #include "tests/common/memory_helpers.h"
+#include "tests/common/instruction_helpers.h"
 
 using namespace fracsim::isa;
 
 namespace {
+
+using fracsim::testing::run_reference;
 const OpTable& ops() { return OpTable::builtin(); }
 
 using fracsim::testing::get;
@@ -44,9 +47,6 @@ Instruction make(const std::string& op_name, std::vector<TensorRef> operands,
   bind_dims(op, in, "test");  // the case itself is a valid instruction
   return in;
 }
-void run(const Instruction& in, std::vector<uint8_t>& mem) {
-  execute_reference(ops().get(in.opcode), in, MemoryView{mem.data(), mem.size()});
-}
 int64_t fn_index(const std::string& op, const std::string& fn) {
   const AttrDef& a = ops().get(op).attributes[ops().get(op).attr_index("fn")];
   return std::find(a.values.begin(), a.values.end(), fn) - a.values.begin();
@@ -61,7 +61,7 @@ std::vector<Instruction> check_pieces(const Instruction& in, std::vector<uint8_t
                                       const std::string& dim, const std::vector<int64_t>& cuts) {
   const OpDef& op = ops().get(in.opcode);
   std::vector<uint8_t> whole = mem, pieces = mem;
-  run(in, whole);
+  run_reference(in, whole);
   const std::vector<int64_t> ext = dim_extents(op, in);
   const int d = op.dim_index(dim);
   std::vector<int64_t> bounds = cuts;
@@ -74,7 +74,7 @@ std::vector<Instruction> check_pieces(const Instruction& in, std::vector<uint8_t
     r.len[d] = bounds[p + 1] - bounds[p];
     out.push_back(slice_instruction(op, in, r));
     bind_dims(op, out.back(), "piece");  // a piece is a valid instruction of its own
-    run(out.back(), pieces);
+    run_reference(out.back(), pieces);
   }
   auto [lo, hi] = in.operands.back().byte_span();
   CHECK(std::memcmp(whole.data() + lo, pieces.data() + lo, hi - lo) == 0);
@@ -105,10 +105,10 @@ TEST_CASE("conv2d f32: stride 2, dilation 2, asymmetric pads, two groups, accumu
        {"pad_h0", 1},
        {"pad_w1", 1}});
   put(mem, 768, std::vector<float>(16, 99));  // overwritten without accumulate
-  run(in, mem);
+  run_reference(in, mem);
   CHECK(get<float>(mem, 768, 16) == want);
   in.attrs[ops().get("conv2d").attr_index("accumulate")] = 1;
-  run(in, mem);
+  run_reference(in, mem);
   std::vector<float> twice = want;
   for (float& v : twice) v *= 2;
   CHECK(get<float>(mem, 768, 16) == twice);
@@ -122,7 +122,7 @@ TEST_CASE("conv1d f32: two images, two input channels, pads 1 and 1") {
   std::vector<uint8_t> mem(256, 0);
   put<float>(mem, 0, {1, 2, 3, 4, 5, 1, 1, 1, 1, 1, -1, -2, -3, -4, -5, -1, -1, -1, -1, -1});
   put<float>(mem, 128, {1, 0, -1, 1, 1, 1});
-  run(make("conv1d",
+  run_reference(make("conv1d",
            {make_tensor(0, DType::f32, {2, 1, 2, 5}), make_tensor(128, DType::f32, {1, 1, 2, 3}),
             make_tensor(192, DType::f32, {2, 1, 1, 5})},
            {{"pad_w0", 1}, {"pad_w1", 1}}),
@@ -137,7 +137,7 @@ TEST_CASE("conv3d f32: a 2x2x2 kernel over a 2x2x2 input with one plane of paddi
   std::vector<uint8_t> mem(256, 0);
   put(mem, 0, ramp(8, 1));
   put(mem, 64, ramp(8, 1));
-  run(make("conv3d",
+  run_reference(make("conv3d",
            {make_tensor(0, DType::f32, {1, 1, 1, 2, 2, 2}),
             make_tensor(64, DType::f32, {1, 1, 1, 2, 2, 2}),
             make_tensor(128, DType::f32, {1, 1, 1, 2, 1, 1})},
@@ -152,7 +152,7 @@ TEST_CASE("conv1d on integers accumulates in i32 with wrap-around") {
     put<int8_t>(mem, 0, {-128, -128});   // in [1,1,2,1]
     put<int8_t>(mem, 64, {-128, -128});  // w [1,1,2,1]
     put<int32_t>(mem, 128, {std::numeric_limits<int32_t>::max() - 32768 + 1});
-    run(make("conv1d",
+    run_reference(make("conv1d",
              {make_tensor(0, DType::i8, {1, 1, 2, 1}), make_tensor(64, DType::i8, {1, 1, 2, 1}),
               make_tensor(128, DType::i32, {1, 1, 1, 1})},
              {{"accumulate", 1}}),
@@ -162,7 +162,7 @@ TEST_CASE("conv1d on integers accumulates in i32 with wrap-around") {
   SUBCASE("i16: three products of 2^30 wrap to -2^30") {
     put<int16_t>(mem, 0, {-32768, -32768, -32768});   // in [1,1,1,3]
     put<int16_t>(mem, 64, {-32768, -32768, -32768});  // w [1,1,1,3]
-    run(make("conv1d",
+    run_reference(make("conv1d",
              {make_tensor(0, DType::i16, {1, 1, 1, 3}), make_tensor(64, DType::i16, {1, 1, 1, 3}),
               make_tensor(128, DType::i32, {1, 1, 1, 1})},
              {}),
@@ -178,7 +178,7 @@ TEST_CASE("max pool ignores padding, also when every input is negative") {
   std::vector<float> in(9);
   for (int i = 0; i < 9; ++i) in[i] = static_cast<float>(-(i + 1));
   put(mem, 0, in);
-  run(make("pool2d",
+  run_reference(make("pool2d",
            {make_tensor(0, DType::f32, {1, 1, 3, 3}), make_tensor(64, DType::f32, {1, 1, 4, 4})},
            {{"fn", fn_index("pool2d", "max")},
             {"kernel_h", 2},
@@ -199,10 +199,10 @@ TEST_CASE("avg pool f32 with and without count_include_pad") {
   Instruction in = make(
       "pool1d", {make_tensor(0, DType::f32, {1, 1, 4}), make_tensor(64, DType::f32, {1, 1, 4})},
       {{"fn", fn_index("pool1d", "avg")}, {"kernel_w", 3}, {"pad_w0", 1}, {"pad_w1", 1}});
-  run(in, mem);
+  run_reference(in, mem);
   CHECK(get<float>(mem, 64, 4) == std::vector<float>{1.5f, 2, 3, 3.5f});
   in.attrs[ops().get("pool1d").attr_index("count_include_pad")] = 1;
-  run(in, mem);
+  run_reference(in, mem);
   // The padding counts: 3/3, 6/3, 9/3, 7/3 (one f32 division, rounded once).
   CHECK(get<float>(mem, 64, 4) == std::vector<float>{1, 2, 3, 7.0f / 3.0f});
 }
@@ -215,21 +215,21 @@ TEST_CASE("avg pool on integers rounds half to even") {
     Instruction in = make(
         "pool1d", {make_tensor(0, DType::i32, {1, 1, 9}), make_tensor(64, DType::i32, {1, 1, 5})},
         {{"fn", fn_index("pool1d", "avg")}, {"kernel_w", 2}, {"stride_w", 2}, {"pad_w1", 1}});
-    run(in, mem);
+    run_reference(in, mem);
     CHECK(get<int32_t>(mem, 64, 5) == std::vector<int32_t>{2, 4, -2, -4, 1});
     in.attrs[ops().get("pool1d").attr_index("kernel_w")] = 3;
     in.attrs[ops().get("pool1d").attr_index("pad_w1")] = 2;
     in.operands[0].shape[2] = 10;
     // Windows {2,3,3} {3,4,-2} {-2,-3,-3} {-3,-4,1} {1,3,pad}: 8/3, 5/3, -8/3, -6/3, 4/2 or 4/3.
-    run(in, mem);
+    run_reference(in, mem);
     CHECK(get<int32_t>(mem, 64, 5) == std::vector<int32_t>{3, 2, -3, -2, 2});
     in.attrs[ops().get("pool1d").attr_index("count_include_pad")] = 1;
-    run(in, mem);
+    run_reference(in, mem);
     CHECK(get<int32_t>(mem, 64, 5) == std::vector<int32_t>{3, 2, -3, -2, 1});
   }
   SUBCASE("i8: 5 with one pad counted is 2.5 -> 2; 7 is 3.5 -> 4") {
     put<int8_t>(mem, 0, {5, 7});
-    run(make("pool1d",
+    run_reference(make("pool1d",
              {make_tensor(0, DType::i8, {1, 2, 1}), make_tensor(64, DType::i8, {1, 2, 1})},
              {{"fn", fn_index("pool1d", "avg")},
               {"kernel_w", 2},
@@ -247,12 +247,12 @@ TEST_CASE("pool3d: max and mean of a 2x2x2 block, f32 and i8") {
   for (const char* fn : {"max", "avg"}) {
     const std::map<std::string, int64_t> attrs = {
         {"fn", fn_index("pool3d", fn)}, {"kernel_d", 2}, {"kernel_h", 2}, {"kernel_w", 2}};
-    run(make("pool3d",
+    run_reference(make("pool3d",
              {make_tensor(0, DType::f32, {1, 1, 2, 2, 2}),
               make_tensor(64, DType::f32, {1, 1, 1, 1, 1})},
              attrs),
         mem);
-    run(make("pool3d",
+    run_reference(make("pool3d",
              {make_tensor(32, DType::i8, {1, 1, 2, 2, 2}),
               make_tensor(96, DType::i8, {1, 1, 1, 1, 1})},
              attrs),
@@ -270,7 +270,7 @@ TEST_CASE("a dilated pool window that covers only padding gives 0") {
   put<float>(mem, 0, {-5});
   put<float>(mem, 64, {99});
   for (const char* fn : {"max", "avg"}) {
-    run(make("pool1d",
+    run_reference(make("pool1d",
              {make_tensor(0, DType::f32, {1, 1, 1}), make_tensor(64, DType::f32, {1, 1, 1})},
              {{"fn", fn_index("pool1d", fn)},
               {"kernel_w", 3},
@@ -288,7 +288,7 @@ TEST_CASE("lrn against a separate double-precision computation") {
   std::vector<uint8_t> mem(256, 0);
   SUBCASE("size 3, alpha 0.5, beta 0.75, bias 2, in [1,5,1,2]") {
     put<float>(mem, 0, {1.0f, -2.0f, 0.5f, 3.0f, -1.5f, 0.25f, 2.0f, -0.5f, 1.25f, 1.0f});
-    run(make("lrn",
+    run_reference(make("lrn",
              {make_tensor(0, DType::f32, {1, 5, 1, 2}), make_tensor(64, DType::f32, {1, 5, 1, 2})},
              {{"size", 3},
               {"alpha", real_to_attr(0.5)},
@@ -306,7 +306,7 @@ TEST_CASE("lrn against a separate double-precision computation") {
   }
   SUBCASE("the ONNX defaults (size 5, alpha 1e-4, beta 0.75, bias 1), in [1,6,1,1]") {
     put<float>(mem, 0, {3.0f, -7.5f, 12.0f, 0.5f, -20.0f, 9.0f});
-    run(make("lrn",
+    run_reference(make("lrn",
              {make_tensor(0, DType::f32, {1, 6, 1, 1}), make_tensor(64, DType::f32, {1, 6, 1, 1})},
              {}),
         mem);

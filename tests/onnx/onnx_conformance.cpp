@@ -2,8 +2,9 @@
 // test_data_set_0/{input,output}_*.pb. A case is imported with its inputs as given values,
 // compiled, run in functional mode on a machine config (configs/tiny.yaml by default), and each
 // output read from the simulated root memory is compared with the expected one: float32 within
-// |got - expected| <= atol + rtol * |expected| (rtol 1e-3, atol 1e-7, the suite's own; NaN
-// equals NaN), integers exactly (fracsim's i32 indices against ONNX's int64).
+// |got - expected| <= atol + rtol * |expected| (rtol 1e-3, atol 1e-7, the suite's own, computed in
+// double, for float16 and double alike; NaN equals NaN), integers exactly (fracsim's i32
+// indices against ONNX's int64).
 //
 // usage: onnx_conformance [--config FILE] [--expected LIST] [--only LIST] [DIR...]
 //   DIR      a case directory or a directory of them (default: the libonnx-testdata node tests)
@@ -50,39 +51,63 @@ onnx::TensorProto read_tensor(const fs::path& path) {
   return t;
 }
 
-// The expected elements of an output, widened to double; nullopt for a dtype fracsim has no
-// counterpart of.
-std::optional<std::vector<double>> expected_values(const onnx::TensorProto& t) {
-  std::vector<double> out;
-  switch (t.data_type()) {
-    case onnx::TensorProto::FLOAT: {
-      std::vector<uint8_t> b = compiler::tensor_bytes(t, isa::DType::f32);
-      for (size_t i = 0; i < b.size(); i += 4) {
-        float f;
-        std::memcpy(&f, b.data() + i, 4);
-        out.push_back(f);
-      }
-      return out;
+// Integers are compared exactly, over the union of int64 and uint64.
+__extension__ using Wide = __int128;
+
+// The expected elements of an output: floats (float, float16, double) widened to double,
+// integers exactly.
+struct Expected {
+  bool is_float = false;
+  std::vector<double> reals;
+  std::vector<Wide> ints;
+  size_t size() const { return is_float ? reals.size() : ints.size(); }
+};
+
+// The integer of `size` little-endian bytes at `p`, sign- or zero-extended.
+Wide integer_at(const uint8_t* p, uint32_t size, bool is_unsigned) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, p, size);
+  if (is_unsigned) return static_cast<Wide>(bits);
+  const int shift = 64 - 8 * static_cast<int>(size);
+  return static_cast<Wide>(static_cast<int64_t>(bits << shift) >> shift);
+}
+
+// nullopt for a dtype fracsim has no counterpart of.
+std::optional<Expected> expected_values(const onnx::TensorProto& t) {
+  const auto dt = compiler::dtype_from_onnx(t.data_type());
+  if (!dt || *dt == isa::DType::bf16) return std::nullopt;
+  const std::vector<uint8_t> b = compiler::tensor_bytes(t, *dt);
+  const uint32_t size = isa::dtype_size(*dt);
+  Expected out;
+  out.is_float = !isa::is_integer(*dt);
+  for (size_t i = 0; i < b.size(); i += size) {
+    if (*dt == isa::DType::f32) {
+      float f;
+      std::memcpy(&f, b.data() + i, 4);
+      out.reals.push_back(f);
+    } else if (*dt == isa::DType::f16) {
+      uint16_t h;
+      std::memcpy(&h, b.data() + i, 2);
+      out.reals.push_back(isa::half_to_double(h));
+    } else if (*dt == isa::DType::f64) {
+      double d;
+      std::memcpy(&d, b.data() + i, 8);
+      out.reals.push_back(d);
+    } else {
+      out.ints.push_back(integer_at(b.data() + i, size, isa::is_unsigned(*dt)));
     }
-    case onnx::TensorProto::INT64:
-    case onnx::TensorProto::INT32:
-      for (int64_t v : compiler::tensor_ints(t)) out.push_back(static_cast<double>(v));
-      return out;
-    case onnx::TensorProto::INT16:
-    case onnx::TensorProto::INT8: {
-      const isa::DType dt =
-          t.data_type() == onnx::TensorProto::INT16 ? isa::DType::i16 : isa::DType::i8;
-      std::vector<uint8_t> b = compiler::tensor_bytes(t, dt);
-      for (size_t i = 0; i < b.size(); i += isa::dtype_size(dt)) {
-        int16_t v16 = 0;
-        std::memcpy(&v16, b.data() + i, 2 * (dt == isa::DType::i16));
-        out.push_back(dt == isa::DType::i16 ? v16 : static_cast<int8_t>(b[i]));
-      }
-      return out;
-    }
-    default:
-      return std::nullopt;
   }
+  return out;
+}
+
+std::string wide_str(Wide v) {
+  if (v < 0) return "-" + wide_str(-v);
+  std::string s;
+  do {
+    s.insert(s.begin(), static_cast<char>('0' + static_cast<int>(v % 10)));
+    v /= 10;
+  } while (v > 0);
+  return s;
 }
 
 struct Outcome {
@@ -139,17 +164,27 @@ Outcome run_case(const fs::path& dir, const sim::MachineSpec& spec) {
     if (offsets.size() != expect->size())
       return {"fail", fmt::format("output '{}' has {} elements, expected {}", name, offsets.size(),
                                   expect->size())};
-    const bool is_float = want.data_type() == onnx::TensorProto::FLOAT;
+    if (expect->is_float == isa::is_integer(sym->tensor.dtype))
+      return {"fail", fmt::format("output '{}' is {} where ONNX has {}", name,
+                                  isa::dtype_name(sym->tensor.dtype),
+                                  compiler::onnx_type_name(want.data_type()))};
+    const uint32_t size = isa::dtype_size(sym->tensor.dtype);
     for (size_t i = 0; i < offsets.size(); ++i) {
-      const double got = isa::load_element(sym->tensor, offsets[i], mem), e = (*expect)[i];
-      const bool ok =
-          is_float
-              ? (std::isnan(e) ? std::isnan(got)
-                               : got == e || std::fabs(got - e) <= kAtol + kRtol * std::fabs(e))
-              : got == e;
-      if (!ok)
-        return {"fail", fmt::format("output '{}' element {}: expected {}, got {}", name, i,
-                                    number(e), number(got))};
+      if (expect->is_float) {
+        const double got = isa::load_element(sym->tensor, offsets[i], mem), e = expect->reals[i];
+        const bool ok = std::isnan(e)
+                            ? std::isnan(got)
+                            : got == e || std::fabs(got - e) <= kAtol + kRtol * std::fabs(e);
+        if (!ok)
+          return {"fail", fmt::format("output '{}' element {}: expected {}, got {}", name, i,
+                                      number(e), number(got))};
+      } else {
+        const Wide got = integer_at(run.memory.data() + sym->tensor.address + offsets[i] * size,
+                                    size, isa::is_unsigned(sym->tensor.dtype));
+        if (got != expect->ints[i])
+          return {"fail", fmt::format("output '{}' element {}: expected {}, got {}", name, i,
+                                      wide_str(expect->ints[i]), wide_str(got))};
+      }
     }
   }
   return {"pass", ""};

@@ -23,22 +23,23 @@ namespace {
 // one line. Line numbers matter: see the margin.
 const std::string& kMachine = testing::kTwoLevelMachine;  // lines 1 to 18
 const std::string kTable =
-    "energy:\n"                                                            // 19
-    "  mac: {f32: 4 pJ, i16: 2 pJ, i8: 1 pJ}\n"                            // 20
-    "  vector_op: {f32: 0.5 pJ, i32: 0.25 pJ, i16: 0.2 pJ, i8: 0.1 pJ}\n"  // 21
-    "  lfu_op: 0.3 pJ\n"                                                   // 22
-    "  root:\n"                                                            // 23
-    "    memory: {read_per_byte: 100 pJ, write_per_byte: 150 pJ}\n"        // 24
-    "    leakage: {memory: 1 W, logic: 2 mW}\n"                            // 25
-    "  levels:\n"                                                          // 26
-    "    cluster:\n"                                                       // 27
-    "      memory: {read_per_byte: 10 pJ, write_per_byte: 12 pJ}\n"        // 28
-    "      dma_per_byte: 3 pJ\n"                                           // 29
-    "      leakage: {memory: 3 mW, logic: 4 mW}\n"                         // 30
-    "    core:\n"                                                          // 31
-    "      memory: {read_per_byte: 1 pJ, write_per_byte: 2 pJ}\n"          // 32
-    "      dma_per_byte: 0.5 pJ\n"                                         // 33
-    "      leakage: {memory: 5 uW, logic: 6 mW}\n";                        // 34
+    "energy:\n"                                  // 19
+    "  mac: {f32: 4 pJ, i16: 2 pJ, i8: 1 pJ}\n"  // 20
+    "  vector_op: {f32: 0.5 pJ, f16: 0.5 pJ, i32: 0.25 pJ, i16: 0.2 pJ, i8: 0.1 pJ, u8: 0.1 pJ, "
+    "u16: 0.2 pJ, u32: 0.25 pJ, u64: 0.5 pJ, i64: 0.5 pJ, f64: 1 pJ}\n"  // 21
+    "  lfu_op: 0.3 pJ\n"                                                 // 22
+    "  root:\n"                                                          // 23
+    "    memory: {read_per_byte: 100 pJ, write_per_byte: 150 pJ}\n"      // 24
+    "    leakage: {memory: 1 W, logic: 2 mW}\n"                          // 25
+    "  levels:\n"                                                        // 26
+    "    cluster:\n"                                                     // 27
+    "      memory: {read_per_byte: 10 pJ, write_per_byte: 12 pJ}\n"      // 28
+    "      dma_per_byte: 3 pJ\n"                                         // 29
+    "      leakage: {memory: 3 mW, logic: 4 mW}\n"                       // 30
+    "    core:\n"                                                        // 31
+    "      memory: {read_per_byte: 1 pJ, write_per_byte: 2 pJ}\n"        // 32
+    "      dma_per_byte: 0.5 pJ\n"                                       // 33
+    "      leakage: {memory: 5 uW, logic: 6 mW}\n";                      // 34
 
 std::string with(const std::string& from, const std::string& to) {
   return testing::replaced(kMachine + kTable, from, to);
@@ -99,8 +100,8 @@ const isa::Program& mixed_program() {
   return p;
 }
 
-NodeReport node(int level, uint64_t load, uint64_t store, uint64_t matrix_ops,
-                uint64_t vector_ops, uint64_t lfu) {
+NodeReport node(int level, uint64_t load, uint64_t store, uint64_t matrix_ops, uint64_t vector_ops,
+                uint64_t lfu) {
   NodeReport n{level, {}};
   n.stats[Counter::load_bytes] = load;
   n.stats[Counter::store_bytes] = store;
@@ -113,14 +114,14 @@ NodeReport node(int level, uint64_t load, uint64_t store, uint64_t matrix_ops,
 TEST_CASE("the energy of a run, derived by hand from its action counts and the table") {
   const MachineSpec spec = parse_machine_spec(kMachine + kTable, "m.yaml");
   RunResult run;
-  run.picoseconds = 1000000;  // 1 us
-  run.nodes = {node(-1, 0, 0, 0, 0, 0),           // root
-               node(0, 600, 100, 0, 0, 50),        // root.cluster0
-               node(0, 400, 100, 0, 0, 0),         // root.cluster1
-               node(1, 300, 40, 2000, 30, 0),      // root.cluster0.core0
-               node(1, 300, 40, 2000, 10, 0),      // root.cluster0.core1
-               node(1, 0, 0, 0, 0, 0),             // root.cluster1.core0
-               node(1, 0, 0, 0, 0, 0)};            // root.cluster1.core1
+  run.picoseconds = 1000000;                   // 1 us
+  run.nodes = {node(-1, 0, 0, 0, 0, 0),        // root
+               node(0, 600, 100, 0, 0, 50),    // root.cluster0
+               node(0, 400, 100, 0, 0, 0),     // root.cluster1
+               node(1, 300, 40, 2000, 30, 0),  // root.cluster0.core0
+               node(1, 300, 40, 2000, 10, 0),  // root.cluster0.core1
+               node(1, 0, 0, 0, 0, 0),         // root.cluster1.core0
+               node(1, 0, 0, 0, 0, 0)};        // root.cluster1.core1
   // Level totals: clusters load 1000 B, store 200 B, combine 50 elements; cores load 600 B,
   // store 80 B, do 4000 matrix ops = 2000 MACs (1000 f32 + 1000 i8 by the program's work) and
   // 40 vector ops (8 f32 + 32 i8).
