@@ -8,7 +8,7 @@
 #include <type_traits>
 
 #include "rtl/matrix_unit_port.h"
-#include "rtl/unit_coverage.h"
+#include "rtl/verilated_model.h"
 
 namespace fracsim::rtl {
 
@@ -42,15 +42,7 @@ void get_lanes32(const Port& port, int32_t* out, int lanes) {
 template <typename V, bool Traced = false, bool Covered = false>
 class VerilatedMatrixUnit : public MatrixUnitPort {
  public:
-  VerilatedMatrixUnit(int rows, int cols) : rows_(rows), cols_(cols), top_(std::make_unique<V>()) {}
-  ~VerilatedMatrixUnit() override {
-    top_->final();
-    if constexpr (Traced) {
-      if (vcd_) vcd_->close();
-    }
-    if constexpr (Covered) forget_model_coverage(*top_);
-  }
-
+  VerilatedMatrixUnit(int rows, int cols) : rows_(rows), cols_(cols) {}
   [[nodiscard]] int rows() const override { return rows_; }
   [[nodiscard]] int cols() const override { return cols_; }
 
@@ -86,41 +78,15 @@ class VerilatedMatrixUnit : public MatrixUnitPort {
     return o;
   }
 
-  bool trace_to(const std::string& path) override {
-    if constexpr (Traced) {
-      Verilated::traceEverOn(true);
-      vcd_ = std::make_unique<VerilatedVcdC>();
-      top_->trace(vcd_.get(), 99);
-      vcd_->open(path.c_str());
-      return vcd_->isOpen();
-    } else {
-      (void)path;
-      return false;
-    }
-  }
+  bool trace_to(const std::string& path) override { return top_.trace_to(path); }
 
-  bool write_coverage(const std::string& path) override {
-    if constexpr (Covered) {
-      return write_model_coverage(*top_, path);
-    } else {
-      (void)path;
-      return false;
-    }
-  }
+  bool write_coverage(const std::string& path) override { return top_.write_coverage(path); }
 
  private:
-  void eval() {
-    top_->eval();
-    if constexpr (Traced) {
-      if (vcd_) vcd_->dump(time_++);
-    }
-  }
+  void eval() { top_.eval(); }
 
-  struct NoTrace {};
   int rows_, cols_;
-  std::unique_ptr<V> top_;
-  std::conditional_t<Traced, std::unique_ptr<VerilatedVcdC>, NoTrace> vcd_{};
-  uint64_t time_ = 0;
+  VerilatedModel<V, Traced, Covered> top_;
 };
 
 }  // namespace fracsim::rtl

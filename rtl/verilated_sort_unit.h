@@ -8,22 +8,14 @@
 #include <type_traits>
 
 #include "rtl/sort_unit_port.h"
-#include "rtl/unit_coverage.h"
+#include "rtl/verilated_model.h"
 
 namespace fracsim::rtl {
 
 template <typename V, bool Traced = false, bool Covered = false>
 class VerilatedSortUnit : public SortUnitPort {
  public:
-  explicit VerilatedSortUnit(int width) : width_(width), top_(std::make_unique<V>()) {}
-  ~VerilatedSortUnit() override {
-    top_->final();
-    if constexpr (Traced) {
-      if (vcd_) vcd_->close();
-    }
-    if constexpr (Covered) forget_model_coverage(*top_);
-  }
-
+  explicit VerilatedSortUnit(int width) : width_(width) {}
   [[nodiscard]] int width() const override { return width_; }
   void reset() override {}
 
@@ -40,10 +32,7 @@ class VerilatedSortUnit : public SortUnitPort {
       top_->in_a[i] = l < in.a_count ? static_cast<uint32_t>(in.a[l]) : 0u;
       top_->in_b[i] = l < in.b_count ? static_cast<uint32_t>(in.b[l]) : 0u;
     }
-    top_->eval();
-    if constexpr (Traced) {
-      if (vcd_) vcd_->dump(time_++);
-    }
+    top_.eval();
     SortUnitOutputs o{top_->in_ready != 0, top_->out_valid != 0,
                       static_cast<int>(top_->out_take_a)};
     if (o.out_valid && in.out_ready)
@@ -52,34 +41,13 @@ class VerilatedSortUnit : public SortUnitPort {
     return o;
   }
 
-  bool trace_to(const std::string& path) override {
-    if constexpr (Traced) {
-      Verilated::traceEverOn(true);
-      vcd_ = std::make_unique<VerilatedVcdC>();
-      top_->trace(vcd_.get(), 99);
-      vcd_->open(path.c_str());
-      return vcd_->isOpen();
-    } else {
-      (void)path;
-      return false;
-    }
-  }
+  bool trace_to(const std::string& path) override { return top_.trace_to(path); }
 
-  bool write_coverage(const std::string& path) override {
-    if constexpr (Covered) {
-      return write_model_coverage(*top_, path);
-    } else {
-      (void)path;
-      return false;
-    }
-  }
+  bool write_coverage(const std::string& path) override { return top_.write_coverage(path); }
 
  private:
-  struct NoTrace {};
   int width_;
-  std::unique_ptr<V> top_;
-  std::conditional_t<Traced, std::unique_ptr<VerilatedVcdC>, NoTrace> vcd_{};
-  uint64_t time_ = 0;
+  VerilatedModel<V, Traced, Covered> top_;
 };
 
 }  // namespace fracsim::rtl

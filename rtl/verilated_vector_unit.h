@@ -7,7 +7,7 @@
 #include <string>
 #include <type_traits>
 
-#include "rtl/unit_coverage.h"
+#include "rtl/verilated_model.h"
 #include "rtl/vector_unit_port.h"
 
 namespace fracsim::rtl {
@@ -15,15 +15,7 @@ namespace fracsim::rtl {
 template <typename V, bool Traced = false, bool Covered = false>
 class VerilatedVectorUnit : public VectorUnitPort {
  public:
-  explicit VerilatedVectorUnit(int lanes) : lanes_(lanes), top_(std::make_unique<V>()) {}
-  ~VerilatedVectorUnit() override {
-    top_->final();
-    if constexpr (Traced) {
-      if (vcd_) vcd_->close();
-    }
-    if constexpr (Covered) forget_model_coverage(*top_);
-  }
-
+  explicit VerilatedVectorUnit(int lanes) : lanes_(lanes) {}
   [[nodiscard]] int lanes() const override { return lanes_; }
 
   void reset() override {
@@ -65,41 +57,15 @@ class VerilatedVectorUnit : public VectorUnitPort {
     return o;
   }
 
-  bool trace_to(const std::string& path) override {
-    if constexpr (Traced) {
-      Verilated::traceEverOn(true);
-      vcd_ = std::make_unique<VerilatedVcdC>();
-      top_->trace(vcd_.get(), 99);
-      vcd_->open(path.c_str());
-      return vcd_->isOpen();
-    } else {
-      (void)path;
-      return false;
-    }
-  }
+  bool trace_to(const std::string& path) override { return top_.trace_to(path); }
 
-  bool write_coverage(const std::string& path) override {
-    if constexpr (Covered) {
-      return write_model_coverage(*top_, path);
-    } else {
-      (void)path;
-      return false;
-    }
-  }
+  bool write_coverage(const std::string& path) override { return top_.write_coverage(path); }
 
  private:
-  void eval() {
-    top_->eval();
-    if constexpr (Traced) {
-      if (vcd_) vcd_->dump(time_++);
-    }
-  }
+  void eval() { top_.eval(); }
 
-  struct NoTrace {};
   int lanes_;
-  std::unique_ptr<V> top_;
-  std::conditional_t<Traced, std::unique_ptr<VerilatedVcdC>, NoTrace> vcd_{};
-  uint64_t time_ = 0;
+  VerilatedModel<V, Traced, Covered> top_;
 };
 
 }  // namespace fracsim::rtl
