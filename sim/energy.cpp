@@ -68,9 +68,10 @@ std::vector<LevelActions> run_actions(const MachineSpec& spec, const RunResult& 
                                       const isa::Program& program, const isa::OpTable& ops) {
   const size_t n = spec.levels.size() + 1;
   std::vector<NodeStats> totals(n);
-  for (const NodeReport& node : run.nodes) {
+  for (size_t id = 0; id < run.nodes.size(); ++id) {
+    const NodeReport& node = run.nodes[id];
     FRACSIM_ASSERT(node.level + 1 >= 0 && static_cast<size_t>(node.level + 1) < n,
-                   "node {} at level {}", &node - run.nodes.data(), node.level);
+                   "node {} at level {}", id, node.level);
     totals[static_cast<size_t>(node.level + 1)] += node.stats;
   }
   const DTypeCounts matrix_work = program_work(program, ops, true);

@@ -145,7 +145,7 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   r.folded = ctx.fold;
   r.picoseconds = sc_core::sc_time_stamp().value();
   r.cycles = (r.picoseconds + root.period_ps() - 1) / root.period_ps();
-  r.nodes = tree.take_reports();  // already in the report's order
+  r.nodes = tree.reports();
   if (ctx.functional) {
     r.memory.resize(program.footprint);
     std::memcpy(r.memory.data(), root.memory().view().data, program.footprint);

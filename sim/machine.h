@@ -8,7 +8,7 @@
 
 #include "isa/program.h"
 #include "sim/machine_spec.h"
-#include "sim/node_stats.h"
+#include "sim/node_reports.h"
 
 namespace fracsim::sim {
 
@@ -34,22 +34,17 @@ struct SimOptions {
   std::function<void(const Progress&)> progress;  // after each program instruction
 };
 
-struct NodeReport {
-  int level = -1;    // -1 for the root
-  NodeStats stats;
-};
-
 // The paths of a machine's nodes in the report's order (the root, then level by level, each
 // level's nodes in order): "root", "root.cluster0", "root.cluster0.core1", ...
 std::vector<std::string> node_paths(const MachineSpec& spec);
 
 struct RunResult {
   Mode mode = Mode::timing;
-  bool folded = false;            // congruent children were simulated once (timing mode)
-  uint64_t cycles = 0;            // at the root clock
-  uint64_t picoseconds = 0;       // simulated time
-  std::vector<NodeReport> nodes;  // the root first, then level by level
-  std::vector<uint8_t> memory;    // functional mode: the main memory's first `footprint` bytes
+  bool folded = false;          // congruent children were simulated once (timing mode)
+  uint64_t cycles = 0;          // at the root clock
+  uint64_t picoseconds = 0;     // simulated time
+  NodeReports nodes;            // the root first, then level by level
+  std::vector<uint8_t> memory;  // functional mode: the main memory's first `footprint` bytes
 };
 
 // Checks that the program fits the machine's main memory (ConfigError with needed and

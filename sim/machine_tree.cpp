@@ -13,55 +13,64 @@ MachineTree::MachineTree(const MachineSpec& spec) {
     begin_[t + 1] = begin_[t] + count;
   subtree_.assign(tiers, 1);
   for (size_t t = tiers - 1; t-- > 0;) subtree_[t] = 1 + fanout_[t] * subtree_[t + 1];
-
-  reports_.resize(begin_[tiers]);
-  state_.resize(begin_[tiers]);
   names_.assign(1, "root");
-  for (size_t t = 1; t < tiers; ++t) {
-    const LevelSpec& ls = spec.levels[t - 1];
+  capacity_.assign(1, 0);
+  for (const LevelSpec& ls : spec.levels) {
     names_.push_back(ls.name);
-    for (size_t j = 0; j < begin_[t + 1] - begin_[t]; ++j) {
-      reports_[begin_[t] + j].level = static_cast<int>(t) - 1;
-      state_[begin_[t] + j].tpt = TensorPermutationTable(ls.memory.capacity);
-    }
+    capacity_.push_back(ls.memory.capacity);
   }
+
+  slot_.assign(size(), kNoSlot);
+  make_slot(0);
   // All nodes start alike: below the root, along the first child of each level, the other
   // children mirror the first (everything under a mirroring node is read through it).
-  mirror_.assign(reports_.size(), kNone);
-  mirrored_by_.resize(reports_.size());
   for (size_t p = 0; tier(p) + 1 < tiers; p = child(p, 0))
-    for (int i = 1; i < fanout(p); ++i) set_mirror(child(p, i), child(p, 0));
+    for (int i = 0; i < fanout(p); ++i) {
+      make_slot(child(p, i));
+      if (i > 0) set_mirror(child(p, i), child(p, 0));
+    }
+}
+
+MachineTree::Slot& MachineTree::make_slot(size_t id) {
+  if (slot_[id] == kNoSlot) {
+    slot_[id] = static_cast<uint32_t>(slots_.size());
+    slots_.emplace_back().tpt = TensorPermutationTable(capacity_[tier(id)]);
+  }
+  return slots_[slot_[id]];
 }
 
 void MachineTree::set_mirror(size_t id, size_t target) {
   clear_mirror(id);
-  mirror_[id] = target;
-  mirrored_by_[target].push_back(id);
+  slots_[slot_[id]].mirror = target;
+  slots_[slot_[target]].mirrored_by.push_back(id);
 }
 
 void MachineTree::clear_mirror(size_t id) {
-  if (mirror_[id] == kNone) return;
-  std::vector<size_t>& by = mirrored_by_[mirror_[id]];
+  Slot& s = slots_[slot_[id]];
+  if (s.mirror == kNone) return;
+  std::vector<size_t>& by = slots_[slot_[s.mirror]].mirrored_by;
   by.erase(std::find(by.begin(), by.end(), id));
-  mirror_[id] = kNone;
+  s.mirror = kNone;
 }
 
 void MachineTree::materialize(size_t id) {
-  const size_t t = mirror_[id];
+  const size_t t = mirror(id);
   if (t == kNone) return;
   clear_mirror(id);
-  reports_[id].stats = reports_[t].stats;
-  state_[id].below_digest = state_[t].below_digest;
+  Slot& s = slots_[slot_[id]];
+  const Slot& from = slots_[slot_[t]];
+  s.stats = from.stats;
+  s.below_digest = from.below_digest;
   for (int i = 0; i < fanout(id); ++i) {
     const size_t c = child(id, i), tc = child(t, i);
-    state_[c].tpt = state_[tc].tpt;  // shares the entries until one side changes
-    set_mirror(c, mirror_[tc] == kNone ? tc : mirror_[tc]);
+    make_slot(c).tpt = slots_[slot_[tc]].tpt;  // shares the entries until one side changes
+    set_mirror(c, source(tc));
   }
 }
 
 template <typename Keep>
 void MachineTree::detach_mirrors_of(size_t id, Keep&& keep) {
-  const std::vector<size_t> by = mirrored_by_[id];
+  const std::vector<size_t> by = slots_[slot_[id]].mirrored_by;
   for (size_t x : by)
     if (!keep(x)) materialize(x);
 }
@@ -78,7 +87,6 @@ void MachineTree::for_subtree(size_t id, F&& f) {
 
 void MachineTree::fold(FoldRound& round) {
   const size_t n = round.reps.size();
-  auto source = [&](size_t id) { return mirror_[id] == kNone ? id : mirror_[id]; };
   // The histories, before any rep is made concrete.
   std::vector<size_t> rep_source(n);
   std::vector<std::vector<size_t>> member_source(n);
@@ -94,8 +102,8 @@ void MachineTree::fold(FoldRound& round) {
     for (size_t j = 0; j < round.members[k].size(); ++j) {
       const size_t m = round.members[k][j];
       if (m == rep) continue;
-      if (mirror_[m] != kNone && member_source[k][j] == rep_source[k]) {
-        if (mirror_[m] != rep) set_mirror(m, rep);
+      if (mirror(m) != kNone && member_source[k][j] == rep_source[k]) {
+        if (mirror(m) != rep) set_mirror(m, rep);
         followers[k].push_back(m);
       } else {
         round.own_history.emplace_back(rep, m);
@@ -125,9 +133,31 @@ void MachineTree::unfold(const FoldRound& round) {
   }
 }
 
-std::vector<NodeReport> MachineTree::take_reports() {
-  for (size_t id = 0; id < reports_.size(); ++id) materialize(id);  // parents first
-  return std::move(reports_);
+NodeReports MachineTree::reports() const {
+  std::vector<NodeReport> entries;
+  std::vector<uint32_t> entry_of(size()), entry_of_slot(slots_.size(), kNoSlot);
+  // Tier by tier: a node reads the node at its place below its parent's source, or what that
+  // one mirrors (the node itself when its parent is concrete).
+  std::vector<uint32_t> above{0}, here;  // the sources of the previous tier's nodes, of this one's
+  for (size_t t = 0; t + 1 < begin_.size(); ++t) {
+    here.resize(begin_[t + 1] - begin_[t]);
+    for (size_t j = 0; j < here.size(); ++j) {
+      size_t src = 0;
+      if (t > 0) {
+        const auto f = static_cast<size_t>(fanout_[t - 1]);
+        src = source(begin_[t] + (above[j / f] - begin_[t - 1]) * f + j % f);
+      }
+      here[j] = static_cast<uint32_t>(src);
+      const uint32_t slot = slot_[src];
+      if (entry_of_slot[slot] == kNoSlot) {
+        entry_of_slot[slot] = static_cast<uint32_t>(entries.size());
+        entries.push_back({static_cast<int>(t) - 1, slots_[slot].stats});
+      }
+      entry_of[begin_[t] + j] = entry_of_slot[slot];
+    }
+    std::swap(above, here);
+  }
+  return {std::move(entries), std::move(entry_of)};
 }
 
 std::string MachineTree::path(size_t id) const {
@@ -194,21 +224,23 @@ void MachineTree::for_subtree_pairs(size_t rep, size_t member, size_t first_tier
 
 void MachineTree::subtract_subtree_stats(size_t rep, size_t member) {
   for_subtree_pairs(rep, member, 0, [&](size_t to, size_t from) {
-    for (size_t c = 0; c < reports_[to].stats.value.size(); ++c)
-      reports_[to].stats.value[c] -= reports_[from].stats.value[c];  // modulo 2^64
+    NodeStats& s = slots_[slot_[to]].stats;
+    const NodeStats& r = slots_[slot_[from]].stats;
+    for (size_t c = 0; c < s.value.size(); ++c) s.value[c] -= r.value[c];  // modulo 2^64
   });
 }
 
 void MachineTree::add_subtree_stats(size_t rep, size_t member) {
-  for_subtree_pairs(rep, member, 0,
-                    [&](size_t to, size_t from) { reports_[to].stats += reports_[from].stats; });
+  for_subtree_pairs(rep, member, 0, [&](size_t to, size_t from) { stats(to) += stats(from); });
 }
 
 void MachineTree::copy_state_below(size_t rep, size_t member) {
-  state_[member].below_digest = state_[rep].below_digest;
+  slots_[slot_[member]].below_digest = slots_[slot_[rep]].below_digest;
   for_subtree_pairs(rep, member, 1, [&](size_t to, size_t from) {
-    state_[to].tpt = state_[from].tpt;  // shares the entries until one side changes
-    state_[to].below_digest = state_[from].below_digest;
+    Slot& s = slots_[slot_[to]];
+    const Slot& r = slots_[slot_[from]];
+    s.tpt = r.tpt;  // shares the entries until one side changes
+    s.below_digest = r.below_digest;
   });
 }
 
@@ -216,11 +248,10 @@ void MachineTree::update_below_digest(size_t id) {
   uint64_t h = 1469598103934665603ULL;
   auto mix = [&](uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
   for (int i = 0; i < fanout(id); ++i) {
-    const State& c = state_[child(id, i)];
-    mix(c.tpt.digest());
+    mix(tpt(child(id, i)).digest());
     mix(below_digest(child(id, i)));
   }
-  state_[id].below_digest = h;
+  slots_[slot_[id]].below_digest = h;
 }
 
 }  // namespace fracsim::sim

@@ -1,22 +1,27 @@
 // Every node of the machine as the report sees it, whether or not a SystemC Node simulates it:
-// its counters and tensor permutation table (its path is computed from its number). With folding, one simulated Node plays one
-// tree node at a time and stands for the congruent others; their counters and state are
-// copied from it.
+// its counters and tensor permutation table (its path is computed from its number). With folding,
+// one simulated Node plays one tree node at a time and stands for the congruent others; their
+// counters and state are copied from it.
 //
 // Nodes are numbered level by level (the root 0, then the first level's nodes in order, ...):
-// the report's order, so that the counters are built in place and handed to the RunResult
-// without a copy (5461 nodes at 4096 leaves: a large share of a folded run's time goes to
-// touching their memory once).
-// The descendants of a node at any level below are a contiguous range of that level, of the
-// same width for every node of its level (copies between congruent subtrees are range moves).
+// the report's order. The descendants of a node at any level below are a contiguous range of
+// that level, of the same width for every node of its level (copies between congruent subtrees
+// are range moves).
+//
+// Storage is sparse: only nodes whose parent is concrete (see Folding below) have a slot with
+// counters, table and mirror links; the others are read through a mirror and own nothing. A
+// folded run touches memory for the nodes it tells apart, not for every node (the MLP at 4096
+// leaves: 117 slots for 5461 nodes).
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
 #include "sim/machine.h"
 #include "sim/machine_spec.h"
+#include "sim/node_reports.h"
 #include "sim/node_stats.h"
 #include "sim/tensor_permutation_table.h"
 
@@ -26,18 +31,17 @@ class MachineTree {
  public:
   explicit MachineTree(const MachineSpec& spec);
 
-  size_t size() const { return reports_.size(); }
+  size_t size() const { return begin_.back(); }
   std::string path(size_t id) const;  // "root.cluster0.core1", built when asked (messages)
-  int level(size_t id) const { return reports_[id].level; }               // -1 for the root
-  // Counters of a concrete node (one a Node is playing, or any node after take_reports).
-  NodeStats& stats(size_t id) { return reports_[id].stats; }
-  // Keyed by views in the parent's memory (unused at the root).
-  TensorPermutationTable& tpt(size_t id) { return state_[id].tpt; }
+  int level(size_t id) const { return static_cast<int>(tier(id)) - 1; }  // -1 for the root
+  // Counters of a concrete node (one a Node is playing).
+  NodeStats& stats(size_t id) { return slots_[slot_[id]].stats; }
+  // Keyed by views in the parent's memory (unused at the root). A node whose parent is
+  // concrete.
+  TensorPermutationTable& tpt(size_t id) { return slots_[slot_[id]].tpt; }
   // Digest of the permutation tables of every node below (as of its last instruction): two
-  // nodes with equal digests have children that behave alike.
-  uint64_t below_digest(size_t id) const {
-    return state_[mirror_[id] == kNone ? id : mirror_[id]].below_digest;
-  }
+  // nodes with equal digests have children that behave alike. A node whose parent is concrete.
+  uint64_t below_digest(size_t id) const { return slots_[slot_[source(id)]].below_digest; }
 
   int fanout(size_t id) const { return fanout_[tier(id)]; }
   size_t child(size_t id, int i) const {
@@ -70,16 +74,37 @@ class MachineTree {
   // Recomputes node `id`'s below_digest from its children (a concrete node).
   void update_below_digest(size_t id);
 
-  // The per-node reports, the root first, then level by level; the tree is spent.
-  std::vector<NodeReport> take_reports();
+  // The per-node reports, the root first, then level by level: one entry per concrete node,
+  // which the nodes reading through it share.
+  NodeReports reports() const;
 
  private:
-  struct State {
+  static constexpr size_t kNone = ~size_t{0};
+  // What a node with a slot owns.
+  struct Slot {
+    NodeStats stats;  // meaningful while the node is concrete
     TensorPermutationTable tpt;
     uint64_t below_digest = 0;
+    // The node whose data this one reads (kNone: its own). Only nodes whose parent is concrete
+    // mirror, and only concrete nodes are mirrored.
+    size_t mirror = kNone;
+    std::vector<size_t> mirrored_by;  // the nodes mirroring this one
   };
   // Tier t holds the nodes of level t - 1 (tier 0 is the root).
-  size_t tier(size_t id) const { return static_cast<size_t>(reports_[id].level + 1); }
+  size_t tier(size_t id) const {
+    size_t t = 0;
+    while (id >= begin_[t + 1]) ++t;
+    return t;
+  }
+  size_t parent(size_t id) const {
+    const size_t t = tier(id);
+    return begin_[t - 1] + (id - begin_[t]) / static_cast<size_t>(fanout_[t - 1]);
+  }
+  size_t mirror(size_t id) const { return slots_[slot_[id]].mirror; }
+  // The concrete node whose data `id` (a node whose parent is concrete) reads.
+  size_t source(size_t id) const { return mirror(id) == kNone ? id : mirror(id); }
+  // The slot of `id`, made (with an empty table of its level's capacity) if it has none.
+  Slot& make_slot(size_t id);
   // Applies f(to, from) to every pair of nodes at the same place in the subtrees of `rep` and
   // `member` (two nodes of one level), from `first_tier` levels below them down.
   template <typename F>
@@ -91,7 +116,6 @@ class MachineTree {
   void add_subtree_stats(size_t rep, size_t member);
   void copy_state_below(size_t rep, size_t member);
 
-  static constexpr size_t kNone = ~size_t{0};
   // Makes `id` concrete: copies what it mirrors and lets its children mirror the mirrored
   // node's children (or what those mirror). Its parent must be concrete.
   void materialize(size_t id);
@@ -101,15 +125,13 @@ class MachineTree {
   void set_mirror(size_t id, size_t target);
   void clear_mirror(size_t id);
 
-  std::vector<NodeReport> reports_;
-  std::vector<State> state_;
-  // mirror_[id]: the node whose data `id` reads (kNone: its own). Only nodes whose parent is
-  // concrete mirror, and only concrete nodes are mirrored.
-  std::vector<size_t> mirror_;
-  std::vector<std::vector<size_t>> mirrored_by_;  // [id]: the nodes mirroring id
-  std::vector<int> fanout_;      // [tier]: children of a node of that tier (0 at the leaves)
-  std::vector<size_t> begin_;    // [tier]: its first id; [tiers]: size()
-  std::vector<size_t> subtree_;  // [tier]: nodes in a subtree rooted at that tier
+  std::vector<uint32_t> slot_;  // [id]: its slot in slots_, or kNoSlot
+  static constexpr uint32_t kNoSlot = ~uint32_t{0};
+  std::deque<Slot> slots_;          // a deque: references stay valid while slots are added
+  std::vector<uint64_t> capacity_;  // [tier]: a node's memory capacity (its table's)
+  std::vector<int> fanout_;         // [tier]: children of a node of that tier (0 at the leaves)
+  std::vector<size_t> begin_;       // [tier]: its first id; [tiers]: size()
+  std::vector<size_t> subtree_;     // [tier]: nodes in a subtree rooted at that tier
   std::vector<std::string> names_;  // [tier]: the level's name ("root" at tier 0)
 };
 

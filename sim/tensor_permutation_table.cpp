@@ -12,14 +12,13 @@ struct Gap {
   uint64_t begin, end;
 };
 
-// FNV-1a over 64-bit words.
+// FNV-1a over 64-bit words, then a xorshift: each step is a bijection of h, so sequences that
+// differ in one word never collide.
 struct Digest {
   uint64_t h = 1469598103934665603ULL;
   void add(uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (v >> (8 * i)) & 0xff;
-      h *= 1099511628211ULL;
-    }
+    h = (h ^ v) * 1099511628211ULL;
+    h ^= h >> 29;
   }
 };
 
@@ -119,6 +118,7 @@ SegmentLayout TensorPermutationTable::place(const std::vector<StaticRequest>& re
       return requests[uniq[a]].bytes > requests[uniq[b]].bytes;
     });
     std::vector<uint64_t> miss_bytes, miss_local;
+    miss_bytes.reserve(misses.size());
     for (size_t u : misses) miss_bytes.push_back(requests[uniq[u]].bytes);
     uint64_t cyclic_base = 0;
     if (try_place(miss_bytes, cyclic_bytes, miss_local, cyclic_base)) {
@@ -129,6 +129,7 @@ SegmentLayout TensorPermutationTable::place(const std::vector<StaticRequest>& re
           local[u] = table[hit_entry[u]].local;
           hit[u] = true;
         }
+      table.reserve(table.size() + misses.size());
       for (size_t m = 0; m < misses.size(); ++m) {
         const StaticRequest& rq = requests[uniq[misses[m]]];
         const auto span = rq.view.byte_span();
@@ -141,6 +142,8 @@ SegmentLayout TensorPermutationTable::place(const std::vector<StaticRequest>& re
           if (e.view == requests[uniq[u]].view) e.last_use = ++clock_;
       SegmentLayout out;
       out.cyclic_base = cyclic_base;
+      out.local.reserve(requests.size());
+      out.hit.reserve(requests.size());
       for (size_t r = 0; r < requests.size(); ++r) {
         out.local.push_back(local[uniq_of[r]]);
         // A second request for a view loaded now is not loaded twice: it counts as a hit.
