@@ -67,6 +67,9 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
   fresh_simcontext();
   sc_core::sc_report_handler::set_actions("/IEEE_Std_1666/deprecated", sc_core::SC_DO_NOTHING);
+  // A run that stops on an error (or to restart with larger pools) says why itself.
+  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
+                                          sc_core::SC_DO_NOTHING);
   MachineTree tree(spec);
   RunContext ctx;
   ctx.ops = &ops;
@@ -112,7 +115,7 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
         Node* n = nodes.back().get();
         n->dma().socket.bind(ic.from_children);
         n->set_port(static_cast<int>(j));
-        ctx.pools[l].push_back(n);
+        ctx.pools[l].insert(n);
         here.emplace_back(n, std::move(name));
       }
     }
@@ -166,11 +169,12 @@ RunResult simulate(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   check_pieces_fit(spec, ops, program);
   const bool fold = mode == Mode::timing && options.fold;
   // Folding: how many simulated nodes each level's pool needs is known only by running. Pools
-  // start small (simulated nodes cost time to build); a run that runs out at a level starts
-  // again with that level's pool, and the pools below it, at least twice what it needed then.
-  // Runs are deterministic, and a pool as large as its level cannot run out. Classes multiply
-  // down the tree (a simulated node may need several children at once), so deeper levels start
-  // with larger pools.
+  // start small (simulated nodes cost time to build); a run that runs out starts again once,
+  // with every pool as large as its level, which cannot run out. One restart at most: a
+  // SystemC kernel keeps its threads' stacks mapped after the run, so a failed run's memory
+  // mappings stay (the process's count of mappings is bounded). Classes multiply down the tree
+  // (a simulated node may need several children at once), so deeper levels start with larger
+  // pools.
   std::vector<int64_t> pools;
   for (size_t l = 0; l < spec.levels.size(); ++l)
     pools.push_back(std::min<int64_t>(
@@ -178,10 +182,9 @@ RunResult simulate(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   while (true) {
     try {
       return run_once(spec, ops, program, mode, options, fold, pools);
-    } catch (const FoldPoolExhausted& e) {
+    } catch (const FoldPoolExhausted&) {
       if (options.trace) options.trace->clear();
-      for (size_t l = e.level; l < spec.levels.size(); ++l)
-        pools[l] = std::min<int64_t>(spec.nodes_at(l), std::max(pools[l], 2 * e.needed));
+      for (size_t l = 0; l < spec.levels.size(); ++l) pools[l] = spec.nodes_at(l);
     }
   }
 }

@@ -27,8 +27,8 @@ struct SimOptions {
   bool fold = true;
   // With folding, the simulated nodes per level at first, times the level's depth (1 for the
   // level under the root): they play whichever nodes of the level the classes need at a time.
-  // A run that needs more at once is run again with larger pools (same results; a retry costs
-  // one more run).
+  // A run that needs more at once is run again, once, with every pool as large as its level
+  // (same results; the retry costs one more run).
   int fold_pool = 2;
   TraceRecorder* trace = nullptr;                 // records the stages of simulated nodes
   std::function<void(const Progress&)> progress;  // after each program instruction

@@ -79,6 +79,8 @@ Node::Node(const sc_core::sc_module_name& name, const MachineSpec& spec, int lev
   if (is_leaf_) unit_ = make_leaf_unit(spec.levels[level]);
 }
 
+bool ByPort::operator()(const Node* a, const Node* b) const { return a->port() < b->port(); }
+
 void Node::start() {
   started_ = true;
   constexpr void (Node::*kStages[])() = {&Node::id_stage, &Node::ld_stage, &Node::ex_stage,

@@ -20,6 +20,7 @@
 #include <exception>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -74,6 +75,11 @@ struct FoldPoolExhausted : std::runtime_error {
 };
 
 // Shared by every node of one run.
+// Orders simulated nodes by their port on their level's interconnect, lowest first.
+struct ByPort {
+  bool operator()(const Node* a, const Node* b) const;
+};
+
 struct RunContext {
   const isa::OpTable* ops = nullptr;
   const MachineSpec* spec = nullptr;
@@ -83,7 +89,7 @@ struct RunContext {
   TraceRecorder* trace = nullptr;
   std::function<void(const Progress&)> progress;
   // Folding: per level, the simulated nodes free to play a node of that level.
-  std::vector<std::vector<Node*>> pools;
+  std::vector<std::set<Node*, ByPort>> pools;
   std::vector<int64_t> pool_sizes;
   // Plans made so far, per level and congruence key, with the instruction each was made for:
   // a congruent instruction's plan is a translation of it.

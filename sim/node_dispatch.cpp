@@ -108,7 +108,7 @@ void Node::dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& i
   // The simulated children: fixed ones, or nodes taken from the level's pool (lowest first).
   std::vector<Node*> runners;
   if (ctx_.fold) {
-    std::vector<Node*>& pool = ctx_.pools[level_ + 1];
+    std::set<Node*, ByPort>& pool = ctx_.pools[level_ + 1];
     if (pool.size() < classes.size())
       throw FoldPoolExhausted(
           level_ + 1,
@@ -117,8 +117,9 @@ void Node::dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& i
           fmt::format("{}: folding needs {} simulated nodes at level {} but its pool has {} free",
                       tree.path(tree_node_), classes.size(), ctx_.spec->levels[level_ + 1].name,
                       pool.size()));
-    runners.assign(pool.begin(), pool.begin() + static_cast<long>(classes.size()));
-    pool.erase(pool.begin(), pool.begin() + static_cast<long>(classes.size()));
+    const auto taken = std::next(pool.begin(), static_cast<long>(classes.size()));
+    runners.assign(pool.begin(), taken);
+    pool.erase(pool.begin(), taken);
   } else {
     for (const ChildClass& k : classes) runners.push_back(children_[k.members[0]]);
   }
@@ -138,9 +139,7 @@ void Node::dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& i
   }
   while (children_done_.remaining > 0) wait(children_done_.done);
   if (ctx_.fold) {
-    std::vector<Node*>& pool = ctx_.pools[level_ + 1];
-    pool.insert(pool.end(), runners.begin(), runners.end());
-    std::sort(pool.begin(), pool.end(), [](Node* a, Node* b) { return a->port() < b->port(); });
+    ctx_.pools[level_ + 1].insert(runners.begin(), runners.end());
   }
   tree.unfold(round);
 }

@@ -36,8 +36,10 @@ void Node::guarded(Body&& body) {
   try {
     while (true) body();
   } catch (...) {
-    if (!ctx_.error) ctx_.error = std::current_exception();
-    sc_core::sc_stop();
+    if (!ctx_.error) {
+      ctx_.error = std::current_exception();
+      sc_core::sc_stop();  // once: other stages may fail in the same delta
+    }
     sc_core::wait();  // park this process for good
   }
 }
