@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "rtl/unit_port.h"
+
 namespace fracsim::rtl {
 
 // The inputs of one clock cycle. `a` holds rows() lanes, `b` cols() lanes (int8 values in int16).
@@ -28,28 +30,13 @@ struct MatrixUnitOutputs {
   bool out_valid = false;
 };
 
-class MatrixUnitPort {
+class MatrixUnitPort : public UnitPort {
  public:
-  virtual ~MatrixUnitPort() = default;
   [[nodiscard]] virtual int rows() const = 0;
   [[nodiscard]] virtual int cols() const = 0;
-  // Holds reset for one clock edge (inputs idle).
-  virtual void reset() = 0;
   // One cycle: drives `in`, evaluates, samples the handshakes and, when a result beat is taken
   // (out_valid && out_ready), copies its rows()*cols() lanes to `result`; then the clock edge.
   virtual MatrixUnitOutputs cycle(const MatrixUnitInputs& in, int32_t* result) = 0;
-  // Starts writing a waveform (VCD) of every later cycle to `path`; false when this build of the
-  // unit has no tracing.
-  virtual bool trace_to(const std::string& path) {
-    (void)path;
-    return false;
-  }
-  // Writes the coverage counts gathered so far to `path` (a verilator_coverage data file); false
-  // when this build of the unit is not coverage-instrumented.
-  virtual bool write_coverage(const std::string& path) {
-    (void)path;
-    return false;
-  }
 };
 
 using MatrixUnitFactory = std::function<std::unique_ptr<MatrixUnitPort>()>;

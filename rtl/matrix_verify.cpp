@@ -263,25 +263,13 @@ MatrixVerifyReport verify_matrix_unit(const MatrixUnitFactory& make_unit,
   MatrixVerifyReport rep;
 
   auto check = [&](const MatrixVector& v) {
-    Image ref = build_image(op, v);
-    Image rtl = ref;
-    isa::execute_reference(op, ref.instr, isa::MemoryView{ref.bytes.data(), ref.bytes.size()});
-    isa::MemoryView mem{rtl.bytes.data(), rtl.bytes.size()};
-    const MatmulResult r = timed_run(rep, !v.ready.empty(), [&] {
-      return bridge.run_instruction(op, rtl.instr, &mem, v.ready);
-    });
-    const uint64_t expected_cycles = sim::unit_cycles(op, ref.instr, params) + r.stall_cycles;
-    const std::vector<int32_t> expected = read_out(ref), seen = read_out(rtl);
-    const std::string what = mismatch_kind(expected, seen, expected_cycles, r.cycles);
-    if (what.empty()) return true;
-    print_mismatch(out, v, R, C, expected, seen, expected_cycles, r, what);
-    rep.passed = false;
-    write_wave<MatrixBridge>(make_traced, options.wave, rep, out, [&](MatrixBridge& tb) {
-      Image again = build_image(op, v);
-      isa::MemoryView m2{again.bytes.data(), again.bytes.size()};
-      tb.run_instruction(op, again.instr, &m2, v.ready);
-    });
-    return false;
+    return check_vector(
+        bridge, op, build_image(op, v), v.ready, params, read_out,
+        [&](const auto& expected, const auto& seen, uint64_t expected_cycles, const auto& r,
+            const std::string& what) {
+          print_mismatch(out, v, R, C, expected, seen, expected_cycles, r, what);
+        },
+        make_traced, options.wave, rep, out);
   };
 
   run_vectors(source, options.vectors, rep, check);

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "rtl/unit_port.h"
+
 namespace fracsim::rtl {
 
 // The inputs of one cycle: windows of width() elements at the heads of runs A and B.
@@ -28,25 +30,12 @@ struct SortUnitOutputs {
   int take_a = 0;  // of the emitted outputs, how many came from run A
 };
 
-class SortUnitPort {
+class SortUnitPort : public UnitPort {
  public:
-  virtual ~SortUnitPort() = default;
   [[nodiscard]] virtual int width() const = 0;
-  virtual void reset() = 0;  // the unit holds no state: nothing to clear
   // One cycle: drives `in`, evaluates and, when a result beat is taken, copies its width()
   // lanes to `result`.
   virtual SortUnitOutputs cycle(const SortUnitInputs& in, int32_t* result) = 0;
-  // Starts a VCD of every later cycle; false when this build has no tracing.
-  virtual bool trace_to(const std::string& path) {
-    (void)path;
-    return false;
-  }
-  // Writes the coverage counts gathered so far to `path` (a verilator_coverage data file); false
-  // when this build of the unit is not coverage-instrumented.
-  virtual bool write_coverage(const std::string& path) {
-    (void)path;
-    return false;
-  }
 };
 
 using SortUnitFactory = std::function<std::unique_ptr<SortUnitPort>()>;

@@ -193,31 +193,20 @@ SortVerifyReport verify_sort_unit(const SortUnitFactory& make_unit,
   CaseSource source(W, options.seed);
   SortVerifyReport rep;
   auto check = [&](const MergeCase& v) {
-    Image ref = build_image(op, v);
-    Image rtl = ref;
-    isa::execute_reference(op, ref.instr, isa::MemoryView{ref.bytes.data(), ref.bytes.size()});
-    isa::MemoryView mem{rtl.bytes.data(), rtl.bytes.size()};
-    const MergeResult r = timed_run(rep, !v.ready.empty(), [&] {
-      return bridge.run_instruction(op, rtl.instr, &mem, v.ready);
-    });
-    const uint64_t expected_cycles = sim::unit_cycles(op, ref.instr, params) + r.stall_cycles;
-    const std::vector<int32_t> expected = read_out(ref), seen = read_out(rtl);
-    const std::string what = mismatch_kind(expected, seen, expected_cycles, r.cycles);
-    if (what.empty()) return true;
-    rep.passed = false;
-    fmt::print(out, "MISMATCH ({}) in vector '{}' on the width-{} sort unit\n", what, v.name, W);
-    fmt::print(out, "  merge {} [{},{}] runs={}{}{}\n", isa::dtype_name(v.dtype), v.M, v.N, v.runs,
-               v.descending ? " descending" : "", v.in_place ? " in place" : "");
-    fmt::print(out, "  in (rows):{}\n  expected out (reference):{}\n  seen out (RTL):{}\n",
-               show(v.data, v.N), show(expected, v.N), show(seen, v.N));
-    fmt::print(out, "  cycles: expected {} (formula) + {} stalled = {}, seen {}\n",
-               expected_cycles - r.stall_cycles, r.stall_cycles, expected_cycles, r.cycles);
-    write_wave<SortBridge>(make_traced, options.wave, rep, out, [&](SortBridge& tb) {
-      Image again = build_image(op, v);
-      isa::MemoryView m2{again.bytes.data(), again.bytes.size()};
-      tb.run_instruction(op, again.instr, &m2, v.ready);
-    });
-    return false;
+    return check_vector(
+        bridge, op, build_image(op, v), v.ready, params, read_out,
+        [&](const auto& expected, const auto& seen, uint64_t expected_cycles, const auto& r,
+            const std::string& what) {
+          fmt::print(out, "MISMATCH ({}) in vector '{}' on the width-{} sort unit\n", what,
+                     v.name, W);
+          fmt::print(out, "  merge {} [{},{}] runs={}{}{}\n", isa::dtype_name(v.dtype), v.M, v.N,
+                     v.runs, v.descending ? " descending" : "", v.in_place ? " in place" : "");
+          fmt::print(out, "  in (rows):{}\n  expected out (reference):{}\n  seen out (RTL):{}\n",
+                     show(v.data, v.N), show(expected, v.N), show(seen, v.N));
+          fmt::print(out, "  cycles: expected {} (formula) + {} stalled = {}, seen {}\n",
+                     expected_cycles - r.stall_cycles, r.stall_cycles, expected_cycles, r.cycles);
+        },
+        make_traced, options.wave, rep, out);
   };
   run_vectors(source, options.vectors, rep, check);
   if (!options.coverage.empty())

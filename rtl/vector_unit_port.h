@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "rtl/unit_port.h"
+
 namespace fracsim::rtl {
 
 // in_op of rtl/vector_unit.sv.
@@ -47,27 +49,12 @@ struct VectorUnitOutputs {
   bool out_valid = false;
 };
 
-class VectorUnitPort {
+class VectorUnitPort : public UnitPort {
  public:
-  virtual ~VectorUnitPort() = default;
   [[nodiscard]] virtual int lanes() const = 0;
-  // Holds reset for one clock edge (inputs idle).
-  virtual void reset() = 0;
   // One cycle: drives `in`, evaluates, samples the handshakes and, when a result beat is taken
   // (out_valid && out_ready), copies its lanes() lanes to `result`; then the clock edge.
   virtual VectorUnitOutputs cycle(const VectorUnitInputs& in, int32_t* result) = 0;
-  // Starts writing a waveform (VCD) of every later cycle to `path`; false when this build of the
-  // unit has no tracing.
-  virtual bool trace_to(const std::string& path) {
-    (void)path;
-    return false;
-  }
-  // Writes the coverage counts gathered so far to `path` (a verilator_coverage data file); false
-  // when this build of the unit is not coverage-instrumented.
-  virtual bool write_coverage(const std::string& path) {
-    (void)path;
-    return false;
-  }
 };
 
 using VectorUnitFactory = std::function<std::unique_ptr<VectorUnitPort>()>;

@@ -357,26 +357,15 @@ VectorVerifyReport verify_vector_unit(const VectorUnitFactory& make_unit,
 
   auto check = [&](const VecCase& v) {
     const isa::OpDef& op = isa::OpTable::builtin().get(v.op);
-    Image ref = build_image(op, v);
-    Image rtl = ref;
-    FRACSIM_ASSERT(vector_unit_runs(op, rtl.instr), "verify: a vector the unit does not run");
-    isa::execute_reference(op, ref.instr, isa::MemoryView{ref.bytes.data(), ref.bytes.size()});
-    isa::MemoryView mem{rtl.bytes.data(), rtl.bytes.size()};
-    const VectorResult r = timed_run(rep, !v.ready.empty(), [&] {
-      return bridge.run_instruction(op, rtl.instr, &mem, v.ready);
-    });
-    const uint64_t expected_cycles = sim::unit_cycles(op, ref.instr, params) + r.stall_cycles;
-    const std::vector<int64_t> expected = read_out(ref), seen = read_out(rtl);
-    const std::string what = mismatch_kind(expected, seen, expected_cycles, r.cycles);
-    if (what.empty()) return true;
-    print_mismatch(out, v, L, expected, seen, expected_cycles, r, what);
-    rep.passed = false;
-    write_wave<VectorBridge>(make_traced, options.wave, rep, out, [&](VectorBridge& tb) {
-      Image again = build_image(op, v);
-      isa::MemoryView m2{again.bytes.data(), again.bytes.size()};
-      tb.run_instruction(op, again.instr, &m2, v.ready);
-    });
-    return false;
+    const Image image = build_image(op, v);
+    FRACSIM_ASSERT(vector_unit_runs(op, image.instr), "verify: a vector the unit does not run");
+    return check_vector(
+        bridge, op, image, v.ready, params, read_out,
+        [&](const auto& expected, const auto& seen, uint64_t expected_cycles, const auto& r,
+            const std::string& what) {
+          print_mismatch(out, v, L, expected, seen, expected_cycles, r, what);
+        },
+        make_traced, options.wave, rep, out);
   };
 
   run_vectors(source, options.vectors, rep, check);

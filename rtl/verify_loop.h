@@ -5,12 +5,17 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include <fmt/ostream.h>
+
+#include "isa/op_def.h"
+#include "isa/reference.h"
+#include "sim/leaf_unit.h"
 
 namespace fracsim::rtl {
 
@@ -78,6 +83,36 @@ void write_wave(const Factory& make_traced, const std::string& wave, UnitVerifyR
   } else {
     fmt::print(out, "  no wave: this unit has no traced build\n");
   }
+}
+
+// One vector through the reference and the RTL. `image` is its instruction over one flat
+// memory (.instr, .bytes); the reference runs it on one copy, `bridge` on another with the
+// result stream's `ready` pattern; `read_out(image)` reads the output. Results must be equal and
+// the RTL's cycles the unit's formula (with `params`) plus the stalls. On a mismatch,
+// `print(expected, seen, expected_cycles, result, what)` describes it and the vector runs again
+// on a unit from `make_traced` to write `wave`. True when the vector passed.
+template <typename Bridge, typename Image, typename ReadOut, typename Print, typename Factory>
+bool check_vector(Bridge& bridge, const isa::OpDef& op, const Image& image,
+                  const std::vector<uint8_t>& ready, const std::map<std::string, int64_t>& params,
+                  ReadOut&& read_out, Print&& print, const Factory& make_traced,
+                  const std::string& wave, UnitVerifyReport& rep, std::ostream& out) {
+  Image ref = image, rtl = image;
+  isa::execute_reference(op, ref.instr, isa::MemoryView{ref.bytes.data(), ref.bytes.size()});
+  isa::MemoryView mem{rtl.bytes.data(), rtl.bytes.size()};
+  const auto r = timed_run(rep, !ready.empty(),
+                           [&] { return bridge.run_instruction(op, rtl.instr, &mem, ready); });
+  const uint64_t expected_cycles = sim::unit_cycles(op, ref.instr, params) + r.stall_cycles;
+  const auto expected = read_out(ref), seen = read_out(rtl);
+  const std::string what = mismatch_kind(expected, seen, expected_cycles, r.cycles);
+  if (what.empty()) return true;
+  rep.passed = false;
+  print(expected, seen, expected_cycles, r, what);
+  write_wave<Bridge>(make_traced, wave, rep, out, [&](Bridge& traced) {
+    Image again = image;
+    isa::MemoryView m{again.bytes.data(), again.bytes.size()};
+    traced.run_instruction(op, again.instr, &m, ready);
+  });
+  return false;
 }
 
 }  // namespace fracsim::rtl

@@ -46,18 +46,7 @@ class VerilatedMatrixUnit : public MatrixUnitPort {
   [[nodiscard]] int rows() const override { return rows_; }
   [[nodiscard]] int cols() const override { return cols_; }
 
-  void reset() override {
-    top_->clk = 0;
-    top_->rst = 1;
-    top_->in_valid = 0;
-    top_->out_ready = 0;
-    eval();
-    top_->clk = 1;
-    eval();
-    top_->clk = 0;
-    top_->rst = 0;
-    eval();
-  }
+  void reset() override { top_.pulse_reset(); }
 
   MatrixUnitOutputs cycle(const MatrixUnitInputs& in, int32_t* result) override {
     top_->clk = 0;

@@ -38,6 +38,21 @@ class VerilatedModel {
     }
   }
 
+  // Holds reset for one clock edge with the inputs idle (a clocked unit: clk, rst, in_valid,
+  // out_ready).
+  void pulse_reset() {
+    top_->clk = 0;
+    top_->rst = 1;
+    top_->in_valid = 0;
+    top_->out_ready = 0;
+    eval();
+    top_->clk = 1;
+    eval();
+    top_->clk = 0;
+    top_->rst = 0;
+    eval();
+  }
+
   // Starts a VCD of every later evaluation; false when this build has no tracing.
   bool trace_to(const std::string& path) {
     if constexpr (Traced) {

@@ -17,7 +17,7 @@ class VerilatedSortUnit : public SortUnitPort {
  public:
   explicit VerilatedSortUnit(int width) : width_(width) {}
   [[nodiscard]] int width() const override { return width_; }
-  void reset() override {}
+  void reset() override {}  // the unit holds no state: nothing to clear
 
   SortUnitOutputs cycle(const SortUnitInputs& in, int32_t* result) override {
     using Count = std::remove_reference_t<decltype(top_->in_emit)>;

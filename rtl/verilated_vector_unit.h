@@ -18,18 +18,7 @@ class VerilatedVectorUnit : public VectorUnitPort {
   explicit VerilatedVectorUnit(int lanes) : lanes_(lanes) {}
   [[nodiscard]] int lanes() const override { return lanes_; }
 
-  void reset() override {
-    top_->clk = 0;
-    top_->rst = 1;
-    top_->in_valid = 0;
-    top_->out_ready = 0;
-    eval();
-    top_->clk = 1;
-    eval();
-    top_->clk = 0;
-    top_->rst = 0;
-    eval();
-  }
+  void reset() override { top_.pulse_reset(); }
 
   VectorUnitOutputs cycle(const VectorUnitInputs& in, int32_t* result) override {
     top_->clk = 0;

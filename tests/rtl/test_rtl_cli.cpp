@@ -216,114 +216,6 @@ TEST_CASE("fracsim verify: bad flags are input errors") {
   CHECK(r.code == 2);
 }
 
-TEST_CASE("--backend rtl gives the model's outputs and cycles") {
-  for (const std::string mode : {"functional", "timing"}) {
-    for (const std::string machine : {"tiny", "f1"}) {
-      CAPTURE(mode);
-      CAPTURE(machine);
-      const std::string dm = temp_dir(), dr = temp_dir();
-      const std::string common =
-          "run -m configs/" + machine + ".yaml -w " + kWorkload + " --mode " + mode + " --out ";
-      const CliResult m = run_fracsim(common + dm + " --backend model");
-      const CliResult r = run_fracsim(common + dr + " --backend rtl");
-      INFO(m.out);
-      INFO(r.out);
-      REQUIRE(m.code == 0);
-      REQUIRE(r.code == 0);
-      CHECK(cycles_line(r.out) == cycles_line(m.out));
-      if (mode == "functional") {
-        CHECK(
-            has(r.out, "output mm8 i32[64,90]: all 5760 elements match the reference bit for bit"));
-        CHECK(
-            has(r.out, "output mm16 i32[30,19]: all 570 elements match the reference bit for bit"));
-        CHECK(has(r.out, "outputs match the reference"));
-      }
-      // stats.json is the same but for the backend of the effective config.
-      std::string sm = slurp(dm + "/stats.json"), sr = slurp(dr + "/stats.json");
-      REQUIRE(has(sr, "\"backend\": \"rtl\""));
-      CHECK(backend_neutral(sr) == backend_neutral(sm));
-      CHECK(leaf_total(sr, "rtl_matrix_instructions") == (machine == "tiny" ? 8 : 62));
-      CHECK(leaf_total(sm, "rtl_matrix_instructions") == 0);
-      std::filesystem::remove_all(dm);
-      std::filesystem::remove_all(dr);
-    }
-  }
-}
-
-TEST_CASE(
-    "--backend rtl runs integer merges on the sort unit with the model's outputs and cycles") {
-  // tests/rtl/int_merge.fasm: sorts on the model, then i16 and i32 merges of two runs in place.
-  for (const std::string mode : {"functional", "timing"}) {
-    for (const std::string machine : {"tiny", "f1"}) {
-      CAPTURE(mode);
-      CAPTURE(machine);
-      const std::string dm = temp_dir(), dr = temp_dir();
-      const std::string common = "run -m configs/" + machine +
-                                 ".yaml -w tests/rtl/int_merge.fasm --mode " + mode + " --out ";
-      const CliResult m = run_fracsim(common + dm + " --backend model");
-      const CliResult r = run_fracsim(common + dr + " --backend rtl");
-      INFO(m.out);
-      INFO(r.out);
-      REQUIRE(m.code == 0);
-      REQUIRE(r.code == 0);
-      CHECK(cycles_line(r.out) == cycles_line(m.out));
-      CHECK(has(r.out, machine == "tiny" ? "  cycles        4005 at 1 GHz"
-                                         : "  cycles        1671 at 1 GHz"));
-      if (mode == "functional") {
-        CHECK(
-            has(r.out, "output p i16[20,101]: all 2020 elements match the reference bit for bit"));
-        CHECK(has(r.out, "output q i32[30,37]: all 1110 elements match the reference bit for bit"));
-      }
-      std::string sm = slurp(dm + "/stats.json"), sr = slurp(dr + "/stats.json");
-      CHECK(backend_neutral(sr) == backend_neutral(sm));
-      CHECK(leaf_total(sr, "rtl_sort_instructions") == (machine == "tiny" ? 8 : 50));
-      CHECK(leaf_total(sm, "rtl_sort_instructions") == 0);
-      std::filesystem::remove_all(dm);
-      std::filesystem::remove_all(dr);
-    }
-  }
-}
-
-TEST_CASE(
-    "--backend rtl runs integer vector ops on the vector unit with the model's outputs and "
-    "cycles") {
-  // tests/rtl/int_vector.fasm: i8 add (saturating), relu, i16 mul (saturating), leaky_relu with
-  // alpha 0.25 and frac_bits 3, reduce sum/max/min on i8/i32/i16, i32 mul (wrapping).
-  for (const std::string mode : {"functional", "timing"}) {
-    for (const std::string machine : {"tiny", "f1"}) {
-      CAPTURE(mode);
-      CAPTURE(machine);
-      const std::string dm = temp_dir(), dr = temp_dir();
-      const std::string common = "run -m configs/" + machine +
-                                 ".yaml -w tests/rtl/int_vector.fasm --mode " + mode + " --out ";
-      const CliResult m = run_fracsim(common + dm + " --backend model");
-      const CliResult r = run_fracsim(common + dr + " --backend rtl");
-      INFO(m.out);
-      INFO(r.out);
-      REQUIRE(m.code == 0);
-      REQUIRE(r.code == 0);
-      CHECK(cycles_line(r.out) == cycles_line(m.out));
-      CHECK(has(r.out, machine == "tiny" ? "  cycles        4802 at 1 GHz"
-                                         : "  cycles        2029 at 1 GHz"));
-      if (mode == "functional") {
-        for (const char* line :
-             {"output e i8[64,100]: all 6400 elements match", "output g i8[64,100]: all 6400",
-              "output f i16[40,50]: all 2000", "output h i16[40,50]: all 2000",
-              "output s i32[64]: all 64", "output m i32[1]: all 1", "output n i32[40]: all 40",
-              "output w i32[300]: all 300", "outputs match the reference"})
-          CHECK(has(r.out, line));
-      }
-      std::string sm = slurp(dm + "/stats.json"), sr = slurp(dr + "/stats.json");
-      REQUIRE(has(sr, "\"backend\": \"rtl\""));
-      CHECK(backend_neutral(sr) == backend_neutral(sm));
-      CHECK(leaf_total(sr, "rtl_vector_instructions") == (machine == "tiny" ? 32 : 242));
-      CHECK(leaf_total(sm, "rtl_vector_instructions") == 0);
-      std::filesystem::remove_all(dm);
-      std::filesystem::remove_all(dr);
-    }
-  }
-}
-
 namespace {
 
 // Runs `program` on `machine` in `mode` with both backends; checks that the rtl run succeeds with
@@ -349,6 +241,8 @@ BackendPair run_both(const std::string& machine, const std::string& program,
   CHECK(cycles_line(p.rtl.out) == cycles_line(p.model.out));
   p.model_stats = slurp(dm + "/stats.json");
   p.rtl_stats = slurp(dr + "/stats.json");
+  // stats.json is the same but for the backend of the effective config.
+  REQUIRE(has(p.rtl_stats, "\"backend\": \"rtl\""));
   CHECK(backend_neutral(p.rtl_stats) == backend_neutral(p.model_stats));
   std::filesystem::remove_all(dm);
   std::filesystem::remove_all(dr);
@@ -356,6 +250,73 @@ BackendPair run_both(const std::string& machine, const std::string& program,
 }
 
 }  // namespace
+
+TEST_CASE("--backend rtl gives the model's outputs and cycles") {
+  for (const std::string mode : {"functional", "timing"}) {
+    for (const std::string machine : {"tiny", "f1"}) {
+      CAPTURE(mode);
+      CAPTURE(machine);
+      const BackendPair p = run_both(machine, kWorkload, mode);
+      if (mode == "functional") {
+        CHECK(has(p.rtl.out,
+                  "output mm8 i32[64,90]: all 5760 elements match the reference bit for bit"));
+        CHECK(has(p.rtl.out,
+                  "output mm16 i32[30,19]: all 570 elements match the reference bit for bit"));
+        CHECK(has(p.rtl.out, "outputs match the reference"));
+      }
+      CHECK(leaf_total(p.rtl_stats, "rtl_matrix_instructions") == (machine == "tiny" ? 8 : 62));
+      CHECK(leaf_total(p.model_stats, "rtl_matrix_instructions") == 0);
+    }
+  }
+}
+
+TEST_CASE(
+    "--backend rtl runs integer merges on the sort unit with the model's outputs and cycles") {
+  // tests/rtl/int_merge.fasm: sorts on the model, then i16 and i32 merges of two runs in place.
+  for (const std::string mode : {"functional", "timing"}) {
+    for (const std::string machine : {"tiny", "f1"}) {
+      CAPTURE(mode);
+      CAPTURE(machine);
+      const BackendPair p = run_both(machine, "tests/rtl/int_merge.fasm", mode);
+      CHECK(has(p.rtl.out, machine == "tiny" ? "  cycles        4005 at 1 GHz"
+                                             : "  cycles        1671 at 1 GHz"));
+      if (mode == "functional") {
+        CHECK(has(p.rtl.out,
+                  "output p i16[20,101]: all 2020 elements match the reference bit for bit"));
+        CHECK(has(p.rtl.out,
+                  "output q i32[30,37]: all 1110 elements match the reference bit for bit"));
+      }
+      CHECK(leaf_total(p.rtl_stats, "rtl_sort_instructions") == (machine == "tiny" ? 8 : 50));
+      CHECK(leaf_total(p.model_stats, "rtl_sort_instructions") == 0);
+    }
+  }
+}
+
+TEST_CASE(
+    "--backend rtl runs integer vector ops on the vector unit with the model's outputs and "
+    "cycles") {
+  // tests/rtl/int_vector.fasm: i8 add (saturating), relu, i16 mul (saturating), leaky_relu with
+  // alpha 0.25 and frac_bits 3, reduce sum/max/min on i8/i32/i16, i32 mul (wrapping).
+  for (const std::string mode : {"functional", "timing"}) {
+    for (const std::string machine : {"tiny", "f1"}) {
+      CAPTURE(mode);
+      CAPTURE(machine);
+      const BackendPair p = run_both(machine, "tests/rtl/int_vector.fasm", mode);
+      CHECK(has(p.rtl.out, machine == "tiny" ? "  cycles        4802 at 1 GHz"
+                                             : "  cycles        2029 at 1 GHz"));
+      if (mode == "functional") {
+        for (const char* line :
+             {"output e i8[64,100]: all 6400 elements match", "output g i8[64,100]: all 6400",
+              "output f i16[40,50]: all 2000", "output h i16[40,50]: all 2000",
+              "output s i32[64]: all 64", "output m i32[1]: all 1", "output n i32[40]: all 40",
+              "output w i32[300]: all 300", "outputs match the reference"})
+          CHECK(has(p.rtl.out, line));
+      }
+      CHECK(leaf_total(p.rtl_stats, "rtl_vector_instructions") == (machine == "tiny" ? 32 : 242));
+      CHECK(leaf_total(p.model_stats, "rtl_vector_instructions") == 0);
+    }
+  }
+}
 
 TEST_CASE("the integer MLP runs on the RTL units with the model's outputs and cycles") {
   // tests/rtl/mlp_int8.fasm: workloads/mlp.yaml's layers in integers (fc1 i8, fc2 and fc3 i16 on
