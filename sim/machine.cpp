@@ -89,7 +89,6 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   nodes.push_back(std::make_unique<Node>("root", spec, -1, reserved, ctx));
   std::vector<std::pair<Node*, std::string>> above{{nodes.back().get(), "root"}};
   ctx.pools.resize(spec.levels.size());
-  ctx.pool_sizes = pools;
   ctx.plans.resize(spec.levels.size());
   for (size_t l = 0; l < spec.levels.size(); ++l) {
     const LevelSpec& ls = spec.levels[l];
@@ -179,14 +178,15 @@ RunResult simulate(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   for (size_t l = 0; l < spec.levels.size(); ++l)
     pools.push_back(std::min<int64_t>(
         spec.nodes_at(l), std::max(1, options.fold_pool) * static_cast<int64_t>(l + 1)));
-  while (true) {
-    try {
-      return run_once(spec, ops, program, mode, options, fold, pools);
-    } catch (const FoldPoolExhausted&) {
-      if (options.trace) options.trace->clear();
-      for (size_t l = 0; l < spec.levels.size(); ++l) pools[l] = spec.nodes_at(l);
-    }
+  try {
+    return run_once(spec, ops, program, mode, options, fold, pools);
+  } catch (const FoldPoolExhausted&) {
+    if (options.trace) options.trace->clear();
   }
+  for (size_t l = 0; l < spec.levels.size(); ++l) pools[l] = spec.nodes_at(l);
+  RunResult r = run_once(spec, ops, program, mode, options, fold, pools);
+  r.pools_outgrown = true;
+  return r;
 }
 
 }  // namespace fracsim::sim

@@ -41,6 +41,7 @@ std::vector<std::string> node_paths(const MachineSpec& spec);
 struct RunResult {
   Mode mode = Mode::timing;
   bool folded = false;          // congruent children were simulated once (timing mode)
+  bool pools_outgrown = false;  // folded: the first pools ran out, the run restarted with full ones
   uint64_t cycles = 0;          // at the root clock
   uint64_t picoseconds = 0;     // simulated time
   NodeReports nodes;            // the root first, then level by level

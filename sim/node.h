@@ -65,13 +65,10 @@ std::ostream& operator<<(std::ostream& os, const Job& job);
 
 class Node;
 
-// A folded run needed more simulated nodes at `level` at once than its pool holds; simulate()
-// starts again with a larger pool.
+// A folded run needed more simulated nodes at a level at once than its pool holds; simulate()
+// starts again with every pool as large as its level.
 struct FoldPoolExhausted : std::runtime_error {
-  FoldPoolExhausted(int l, int64_t n, const std::string& what)
-      : std::runtime_error(what), level(l), needed(n) {}
-  int level;
-  int64_t needed;  // simulated nodes the level needed at once when it ran out
+  using std::runtime_error::runtime_error;
 };
 
 // Shared by every node of one run.
@@ -90,7 +87,6 @@ struct RunContext {
   std::function<void(const Progress&)> progress;
   // Folding: per level, the simulated nodes free to play a node of that level.
   std::vector<std::set<Node*, ByPort>> pools;
-  std::vector<int64_t> pool_sizes;
   // Plans made so far, per level and congruence key, with the instruction each was made for:
   // a congruent instruction's plan is a translation of it.
   std::vector<std::map<std::vector<int64_t>,

@@ -111,9 +111,6 @@ void Node::dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& i
     std::set<Node*, ByPort>& pool = ctx_.pools[level_ + 1];
     if (pool.size() < classes.size())
       throw FoldPoolExhausted(
-          level_ + 1,
-          ctx_.pool_sizes[level_ + 1] - static_cast<int64_t>(pool.size()) +
-              static_cast<int64_t>(classes.size()),
           fmt::format("{}: folding needs {} simulated nodes at level {} but its pool has {} free",
                       tree.path(tree_node_), classes.size(), ctx_.spec->levels[level_ + 1].name,
                       pool.size()));
