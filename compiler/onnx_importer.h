@@ -103,6 +103,10 @@ class OnnxImporter {
   };
   Window window(const Node& n, const NodeAttrs& a, const isa::Shape& spatial,
                 const std::vector<int64_t>& kernel, bool ceil_mode) const;
+  // The ints attribute `name` with `count` values (default: `fallback` each), for an input of
+  // `spatial_dims` spatial dims.
+  std::vector<int64_t> spatial_ints(const Node& n, const NodeAttrs& a, const std::string& name,
+                                    size_t count, int64_t fallback, size_t spatial_dims) const;
 
   const onnx::ModelProto& model_;
   std::string file_;

@@ -23,6 +23,16 @@ int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
+std::vector<int64_t> OnnxImporter::spatial_ints(const Node& n, const NodeAttrs& a,
+                                               const std::string& name, size_t count,
+                                               int64_t fallback, size_t spatial_dims) const {
+  std::vector<int64_t> v = a.get_ints(name).value_or(std::vector<int64_t>(count, fallback));
+  if (v.size() != count)
+    throw error(n, fmt::format("attribute '{}' has {} values; the input has {} spatial dims", name,
+                               v.size(), spatial_dims));
+  return v;
+}
+
 OnnxImporter::Window OnnxImporter::window(const Node& n, const NodeAttrs& a, const Shape& spatial,
                                           const std::vector<int64_t>& kernel,
                                           bool ceil_mode) const {
@@ -30,11 +40,7 @@ OnnxImporter::Window OnnxImporter::window(const Node& n, const NodeAttrs& a, con
   Window w;
   w.kernel = kernel;
   auto list = [&](const std::string& name, size_t count, int64_t fallback) {
-    std::vector<int64_t> v = a.get_ints(name).value_or(std::vector<int64_t>(count, fallback));
-    if (v.size() != count)
-      throw error(n, fmt::format("attribute '{}' has {} values; the input has {} spatial dims",
-                                 name, v.size(), k));
-    return v;
+    return spatial_ints(n, a, name, count, fallback, k);
   };
   if (kernel.size() != k)
     throw error(n, fmt::format("attribute 'kernel_shape' has {} values; the input has {} spatial "
@@ -251,11 +257,7 @@ void OnnxImporter::import_conv_transpose(const Node& n) {
     throw error(
         n, fmt::format("attribute 'kernel_shape' = {} differs from the weight's {}", *ks, kernel));
   auto list = [&](const std::string& name, size_t count, int64_t fallback) {
-    std::vector<int64_t> v = a.get_ints(name).value_or(std::vector<int64_t>(count, fallback));
-    if (v.size() != count)
-      throw error(n, fmt::format("attribute '{}' has {} values; the input has {} spatial dims",
-                                 name, v.size(), k));
-    return v;
+    return spatial_ints(n, a, name, count, fallback, k);
   };
   const std::vector<int64_t> stride = list("strides", k, 1), dilation = list("dilations", k, 1);
   const std::vector<int64_t> out_pad = list("output_padding", k, 0);

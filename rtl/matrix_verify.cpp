@@ -221,17 +221,12 @@ class VectorSource {
 
 void print_mismatch(std::ostream& out, const MatrixVector& v, int rows, int cols,
                     const std::vector<int32_t>& expected, const std::vector<int32_t>& seen,
-                    uint64_t expected_cycles, const MatmulResult& r, const std::string& what) {
+                    const std::string& what) {
   fmt::print(out, "MISMATCH ({}) in vector '{}' on the {}x{} matrix unit\n", what, v.name, rows,
              cols);
   fmt::print(out, "  matmul {} a[{},{},{}] x b[{},{},{}]{}{}\n", isa::dtype_name(v.dtype), v.B, v.M,
              v.K, v.B, v.K, v.N, v.shared_b ? " (b shared: stride 0 along B)" : "",
              v.accumulate ? ", accumulate" : "");
-  if (!v.ready.empty()) {
-    std::string p;
-    for (uint8_t x : v.ready) p += x ? '1' : '0';
-    fmt::print(out, "  out_ready pattern (repeating from cycle 0): {}\n", p);
-  }
   fmt::print(out, "  a (rows of K):\n{}\n  b (rows of N):\n{}\n", show(v.a, v.K), show(v.b, v.N));
   if (v.accumulate) fmt::print(out, "  out before:\n{}\n", show(v.old_out, v.N));
   fmt::print(out, "  expected out (reference):\n{}\n  seen out (RTL):\n{}\n", show(expected, v.N),
@@ -246,8 +241,6 @@ void print_mismatch(std::ostream& out, const MatrixVector& v, int rows, int cols
                static_cast<uint32_t>(seen[i]));
     ++shown;
   }
-  fmt::print(out, "  cycles: expected {} (formula) + {} stalled = {}, seen {}\n",
-             expected_cycles - r.stall_cycles, r.stall_cycles, expected_cycles, r.cycles);
 }
 
 }  // namespace
@@ -265,9 +258,8 @@ MatrixVerifyReport verify_matrix_unit(const MatrixUnitFactory& make_unit,
   auto check = [&](const MatrixVector& v) {
     return check_vector(
         bridge, op, build_image(op, v), v.ready, params, read_out,
-        [&](const auto& expected, const auto& seen, uint64_t expected_cycles, const auto& r,
-            const std::string& what) {
-          print_mismatch(out, v, R, C, expected, seen, expected_cycles, r, what);
+        [&](const auto& expected, const auto& seen, const std::string& what) {
+          print_mismatch(out, v, R, C, expected, seen, what);
         },
         make_traced, options.wave, rep, out);
   };

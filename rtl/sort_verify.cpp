@@ -195,16 +195,13 @@ SortVerifyReport verify_sort_unit(const SortUnitFactory& make_unit,
   auto check = [&](const MergeCase& v) {
     return check_vector(
         bridge, op, build_image(op, v), v.ready, params, read_out,
-        [&](const auto& expected, const auto& seen, uint64_t expected_cycles, const auto& r,
-            const std::string& what) {
+        [&](const auto& expected, const auto& seen, const std::string& what) {
           fmt::print(out, "MISMATCH ({}) in vector '{}' on the width-{} sort unit\n", what,
                      v.name, W);
           fmt::print(out, "  merge {} [{},{}] runs={}{}{}\n", isa::dtype_name(v.dtype), v.M, v.N,
                      v.runs, v.descending ? " descending" : "", v.in_place ? " in place" : "");
           fmt::print(out, "  in (rows):{}\n  expected out (reference):{}\n  seen out (RTL):{}\n",
                      show(v.data, v.N), show(expected, v.N), show(seen, v.N));
-          fmt::print(out, "  cycles: expected {} (formula) + {} stalled = {}, seen {}\n",
-                     expected_cycles - r.stall_cycles, r.stall_cycles, expected_cycles, r.cycles);
         },
         make_traced, options.wave, rep, out);
   };

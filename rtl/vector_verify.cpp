@@ -317,18 +317,13 @@ class CaseSource {
 
 void print_mismatch(std::ostream& out, const VecCase& v, int lanes,
                     const std::vector<int64_t>& expected, const std::vector<int64_t>& seen,
-                    uint64_t expected_cycles, const VectorResult& r, const std::string& what) {
+                    const std::string& what) {
   fmt::print(out, "MISMATCH ({}) in vector '{}' on the {}-lane vector unit\n", what, v.name, lanes);
   fmt::print(
       out, "  {} fn={} {} shape [{}]{}{}{}\n", v.op, v.fn, isa::dtype_name(v.dtype),
       fmt::join(v.shape, ","), v.broadcast_b ? ", b broadcast along the last dim" : "",
       v.op == "activation" ? fmt::format(", alpha {} frac_bits {}", v.alpha, v.frac_bits) : "",
       v.accumulate ? ", accumulate" : "");
-  if (!v.ready.empty()) {
-    std::string p;
-    for (uint8_t x : v.ready) p += x ? '1' : '0';
-    fmt::print(out, "  out_ready pattern (repeating from cycle 0): {}\n", p);
-  }
   fmt::print(out, "  a:\n{}\n", show(v.a));
   if (!v.b.empty()) fmt::print(out, "  b:\n{}\n", show(v.b));
   if (v.accumulate) fmt::print(out, "  out before:\n{}\n", show(v.old_out));
@@ -340,8 +335,6 @@ void print_mismatch(std::ostream& out, const VecCase& v, int lanes,
     fmt::print(out, "  out[{}]: expected {}, seen {}\n", i, expected[i], seen[i]);
     ++shown;
   }
-  fmt::print(out, "  cycles: expected {} (formula) + {} stalled = {}, seen {}\n",
-             expected_cycles - r.stall_cycles, r.stall_cycles, expected_cycles, r.cycles);
 }
 
 }  // namespace
@@ -361,9 +354,8 @@ VectorVerifyReport verify_vector_unit(const VectorUnitFactory& make_unit,
     FRACSIM_ASSERT(vector_unit_runs(op, image.instr), "verify: a vector the unit does not run");
     return check_vector(
         bridge, op, image, v.ready, params, read_out,
-        [&](const auto& expected, const auto& seen, uint64_t expected_cycles, const auto& r,
-            const std::string& what) {
-          print_mismatch(out, v, L, expected, seen, expected_cycles, r, what);
+        [&](const auto& expected, const auto& seen, const std::string& what) {
+          print_mismatch(out, v, L, expected, seen, what);
         },
         make_traced, options.wave, rep, out);
   };

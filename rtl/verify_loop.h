@@ -89,8 +89,9 @@ void write_wave(const Factory& make_traced, const std::string& wave, UnitVerifyR
 // memory (.instr, .bytes); the reference runs it on one copy, `bridge` on another with the
 // result stream's `ready` pattern; `read_out(image)` reads the output. Results must be equal and
 // the RTL's cycles the unit's formula (with `params`) plus the stalls. On a mismatch,
-// `print(expected, seen, expected_cycles, result, what)` describes it and the vector runs again
-// on a unit from `make_traced` to write `wave`. True when the vector passed.
+// `print(expected, seen, what)` describes the vector and its outputs, the back-pressure pattern
+// and the cycles follow, and the vector runs again on a unit from `make_traced` to write
+// `wave`. True when the vector passed.
 template <typename Bridge, typename Image, typename ReadOut, typename Print, typename Factory>
 bool check_vector(Bridge& bridge, const isa::OpDef& op, const Image& image,
                   const std::vector<uint8_t>& ready, const std::map<std::string, int64_t>& params,
@@ -106,7 +107,14 @@ bool check_vector(Bridge& bridge, const isa::OpDef& op, const Image& image,
   const std::string what = mismatch_kind(expected, seen, expected_cycles, r.cycles);
   if (what.empty()) return true;
   rep.passed = false;
-  print(expected, seen, expected_cycles, r, what);
+  print(expected, seen, what);
+  if (!ready.empty()) {
+    std::string pattern;
+    for (uint8_t x : ready) pattern += x ? '1' : '0';
+    fmt::print(out, "  out_ready pattern (repeating from cycle 0): {}\n", pattern);
+  }
+  fmt::print(out, "  cycles: expected {} (formula) + {} stalled = {}, seen {}\n",
+             expected_cycles - r.stall_cycles, r.stall_cycles, expected_cycles, r.cycles);
   write_wave<Bridge>(make_traced, wave, rep, out, [&](Bridge& traced) {
     Image again = image;
     isa::MemoryView m{again.bytes.data(), again.bytes.size()};

@@ -7,18 +7,6 @@
 namespace fracsim::isa::semantics {
 namespace {
 
-// matmul: x * y. f32: one f32 accumulator, no fused multiply-add. i8/i16: the product is exact
-// in i32 and the sum wraps around.
-template <typename In, typename Acc>
-Acc product_term(Acc acc, In x, In y) {
-  if constexpr (std::is_floating_point_v<Acc>) {
-    return acc + x * y;
-  } else {
-    return static_cast<Acc>(static_cast<uint32_t>(acc) +
-                            static_cast<uint32_t>(static_cast<int32_t>(x) * y));
-  }
-}
-
 // distance: d * d with d = x - y. f32: d rounded to f32, then acc + d*d, no fused multiply-add.
 // i8/i16: d and d*d modulo 2^32 (an i16 difference squared can pass 2^31), wrapping like matmul.
 template <typename In, typename Acc>

@@ -86,6 +86,19 @@ struct Half {
   double value() const { return half_to_double(bits); }
 };
 
+// One multiply-accumulate term of matmul and conv: acc + x*y. f32: one f32 accumulator, the
+// product and the sum rounded separately (no fused multiply-add). i8/i16: the product is exact
+// in i32 and the sum wraps around.
+template <typename In, typename Acc>
+Acc product_term(Acc acc, In x, In y) {
+  if constexpr (std::is_floating_point_v<Acc>) {
+    return acc + x * y;
+  } else {
+    return static_cast<Acc>(static_cast<uint32_t>(acc) +
+                            static_cast<uint32_t>(static_cast<int32_t>(x) * y));
+  }
+}
+
 // An element widened to double (f16 through its value, 64-bit integers possibly rounded).
 template <typename T>
 double to_double(T v) {

@@ -121,17 +121,6 @@ void for_each_tap(const Axes& ax, int64_t o0, int64_t o1, int64_t o2, Fn&& fn) {
   }
 }
 
-// acc + x*y: f32 rounds the product and the sum separately; integers wrap around in i32.
-template <typename Acc, typename In>
-Acc mac(Acc acc, In x, In y) {
-  if constexpr (std::is_floating_point_v<Acc>) {
-    return acc + x * y;
-  } else {
-    return static_cast<Acc>(static_cast<uint32_t>(acc) +
-                            static_cast<uint32_t>(static_cast<int32_t>(x) * y));
-  }
-}
-
 // in [N, G, Ci, spatial...], w [G, Co, Ci, kernel...], out [N, G, Co, spatial...].
 template <typename In, typename Acc>
 void conv(const OpDef& op, const Instruction& in, MemoryView mem) {
@@ -150,7 +139,7 @@ void conv(const OpDef& op, const Instruction& in, MemoryView mem) {
           for (int64_t ci = 0; ci < Ci; ++ci) {
             const int64_t xc = xb + ci * x.strides[2], wc = wb + ci * w.strides[2];
             for_each_tap(ax, o0, o1, o2, [&](int64_t xo, int64_t wo) {
-              acc = mac(acc, load<In>(mem, x, xc + xo), load<In>(mem, w, wc + wo));
+              acc = product_term(acc, load<In>(mem, x, xc + xo), load<In>(mem, w, wc + wo));
             });
           }
           store<Acc>(mem, out, o, acc);

@@ -29,6 +29,24 @@ using fracsim::testing::put;
 
 namespace {
 
+// tiny.yaml's leaf level and its compute unit on the C++ model and on the RTL backend.
+struct TinyLeaf {
+  sim::LevelSpec spec;
+  std::unique_ptr<sim::LeafUnit> model, rtl;
+};
+
+TinyLeaf tiny_leaf() {
+  rtl::register_backends();
+  TinyLeaf t;
+  t.spec =
+      sim::load_machine_spec(std::string(FRACSIM_SOURCE_DIR) + "/configs/tiny.yaml").levels.back();
+  sim::LevelSpec rtl_leaf = t.spec;
+  rtl_leaf.backend = "rtl";
+  t.model = sim::make_leaf_unit(t.spec);
+  t.rtl = sim::make_leaf_unit(rtl_leaf);
+  return t;
+}
+
 rtl::MatmulResult run(int rows, int cols, rtl::MatmulJob job, const std::vector<int16_t>& a,
                       const std::vector<int16_t>& b) {
   rtl::MatrixBridge bridge(rtl::make_matrix_unit(rows, cols));
@@ -186,14 +204,9 @@ TEST_CASE("the checker passes the unit and reports a wrong one") {
 }
 
 TEST_CASE("the rtl leaf backend runs integer matmul on the RTL and the rest on the model") {
-  rtl::register_backends();
-  sim::MachineSpec spec =
-      sim::load_machine_spec(std::string(FRACSIM_SOURCE_DIR) + "/configs/tiny.yaml");
-  sim::LevelSpec leaf = spec.levels.back();
-  sim::LevelSpec rtl_leaf = leaf;
-  rtl_leaf.backend = "rtl";
-  auto model = sim::make_leaf_unit(leaf);
-  auto unit = sim::make_leaf_unit(rtl_leaf);
+  const TinyLeaf tiny = tiny_leaf();
+  auto& model = tiny.model;
+  auto& unit = tiny.rtl;
   const isa::OpTable& ops = isa::OpTable::builtin();
   const isa::OpDef& matmul = ops.get("matmul");
 
@@ -290,14 +303,10 @@ ConvCase random_conv(const isa::OpDef& op, int axes, std::mt19937_64& rng) {
 TEST_CASE(
     "the rtl leaf backend runs integer conv1d/2d/3d on the matrix unit, bit-exact, with "
     "the conv cycle formulas") {
-  rtl::register_backends();
-  sim::MachineSpec spec =
-      sim::load_machine_spec(std::string(FRACSIM_SOURCE_DIR) + "/configs/tiny.yaml");
-  sim::LevelSpec leaf = spec.levels.back();
-  sim::LevelSpec rtl_leaf = leaf;
-  rtl_leaf.backend = "rtl";
-  auto model = sim::make_leaf_unit(leaf);
-  auto unit = sim::make_leaf_unit(rtl_leaf);
+  const TinyLeaf tiny = tiny_leaf();
+  const sim::LevelSpec& leaf = tiny.spec;
+  auto& model = tiny.model;
+  auto& unit = tiny.rtl;
   const auto params = sim::unit_parameter_values(leaf);
   std::mt19937_64 rng(5);
   int on_rtl = 0;
