@@ -10,44 +10,85 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& name, uint64_t period_ps, ui
       socket("socket"),
       period_ps_(period_ps),
       latency_cycles_((latency_ps + period_ps - 1) / period_ps),
-      link_bandwidth_(link_bandwidth),
-      // Named: SystemC names unnamed events through a string stream, which costs more.
-      done_{sc_core::sc_event("read_done"), sc_core::sc_event("write_done")} {}
+      link_bandwidth_(link_bandwidth) {}
 
-uint64_t DmaEngine::transfer(Channel channel, uint64_t bytes, uint64_t span_begin,
-                             uint64_t span_end, uint64_t copies, int route) {
-  if (bytes == 0) return 0;
-  if (latency_cycles_ > 0)
-    sc_core::wait(sc_core::sc_time::from_value(latency_cycles_ * period_ps_));
-  const uint64_t t_data = sc_core::sc_time_stamp().value();
+// A run that stops on an error can leave a batch in flight: its payload must not free the
+// extension, a member.
+DmaEngine::~DmaEngine() {
+  for (Batch& b : batch_) b.gp.clear_extension(&b.ext);
+}
+
+void DmaEngine::begin(Channel channel, uint64_t bytes, uint64_t span_begin, uint64_t span_end,
+                      uint64_t copies, int route) {
+  Batch& b = batch_[channel];
+  FRACSIM_ASSERT(b.step == Step::idle, "{}: a batch began on a busy channel", name());
+  b.step = Step::start;
+  b.bytes = bytes;
+  b.cycles = 0;
   // The payload carries no data: timing only. Data moves through DMI (parent_view).
-  TransferExtension ext;
-  ext.link_bandwidth = link_bandwidth_;
-  ext.copies = copies;
-  ext.span_begin = span_begin;
-  ext.span_end = span_end;
-  ext.done = &done_[channel];
-  ext.route = route;
-  unsigned char unused = 0;
-  tlm::tlm_generic_payload gp;
-  gp.set_command(channel == kRead ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
-  gp.set_address(span_begin);
-  gp.set_data_ptr(&unused);
-  gp.set_data_length(static_cast<unsigned int>(bytes));
-  gp.set_streaming_width(static_cast<unsigned int>(bytes));
-  gp.set_byte_enable_ptr(nullptr);
-  gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-  gp.set_extension(&ext);
+  b.ext.link_bandwidth = link_bandwidth_;
+  b.ext.copies = copies;
+  b.ext.span_begin = span_begin;
+  b.ext.span_end = span_end;
+  b.ext.route = route;
+}
+
+void DmaEngine::send(Batch& b, tlm::tlm_phase phase) {
   sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
-  socket->b_transport(gp, delay);
-  gp.clear_extension(&ext);  // it lives on this stack, the payload must not free it
-  FRACSIM_ASSERT(gp.is_response_ok(), "{}: transfer failed", name());
-  // The stage holds the channel to the end of the cycle in which the last byte arrives.
-  const uint64_t data_ps = sc_core::sc_time_stamp().value() - t_data;
-  const uint64_t data_cycles = (data_ps + period_ps_ - 1) / period_ps_;
-  if (data_cycles * period_ps_ > data_ps)
-    sc_core::wait(sc_core::sc_time::from_value(data_cycles * period_ps_ - data_ps));
-  return latency_cycles_ + data_cycles;
+  socket->nb_transport_fw(b.gp, phase, delay);
+}
+
+bool DmaEngine::advance(Channel channel) {
+  Batch& b = batch_[channel];
+  while (true) switch (b.step) {
+      case Step::idle:
+        return true;
+      case Step::start:
+        if (b.bytes == 0) {
+          b.step = Step::idle;
+          return true;
+        }
+        b.step = Step::data;
+        if (latency_cycles_ > 0) {
+          sc_core::next_trigger(sc_core::sc_time::from_value(latency_cycles_ * period_ps_));
+          return false;
+        }
+        break;
+      case Step::data:
+        if (!b.done) b.done = std::make_unique<sc_core::sc_event>();
+        b.t_data = sc_core::sc_time_stamp().value();
+        b.ext.done = b.done.get();
+        b.gp.set_command(channel == kRead ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
+        b.gp.set_address(b.ext.span_begin);
+        b.gp.set_data_ptr(&b.unused);
+        b.gp.set_data_length(static_cast<unsigned int>(b.bytes));
+        b.gp.set_streaming_width(static_cast<unsigned int>(b.bytes));
+        b.gp.set_byte_enable_ptr(nullptr);
+        b.gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+        b.gp.set_extension(&b.ext);
+        send(b, tlm::BEGIN_REQ);
+        b.step = Step::end;
+        sc_core::next_trigger(*b.done);  // the memory notifies it when the last byte has moved
+        return false;
+      case Step::end: {
+        send(b, tlm::END_RESP);
+        b.gp.clear_extension(&b.ext);  // a member: the payload must not free it
+        FRACSIM_ASSERT(b.gp.is_response_ok(), "{}: transfer failed", name());
+        // The stage holds the channel to the end of the cycle in which the last byte arrives.
+        const uint64_t data_ps = sc_core::sc_time_stamp().value() - b.t_data;
+        const uint64_t data_cycles = (data_ps + period_ps_ - 1) / period_ps_;
+        b.cycles = latency_cycles_ + data_cycles;
+        b.step = Step::round;
+        if (data_cycles * period_ps_ > data_ps) {
+          sc_core::next_trigger(sc_core::sc_time::from_value(data_cycles * period_ps_ - data_ps));
+          return false;
+        }
+        break;
+      }
+      case Step::round:
+        b.step = Step::idle;
+        return true;
+    }
 }
 
 isa::MemoryView DmaEngine::parent_view() {

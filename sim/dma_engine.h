@@ -5,12 +5,19 @@
 // Time of one batch of B bytes (all the tiles of one piece in one direction), node clock:
 //   ceil((link latency + parent memory latency) / period)     descriptors are pipelined, so
 //                                                              the latency is paid once
-// + ceil(data phase / period)                                 the memory's b_transport; alone
+// + ceil(data phase / period)                                 the memory's data phase; alone
 //                                                              on the memory that is
 //                                                              ceil(B * clock / min(link, memory))
+//
+// The node's stages are SC_METHOD state machines, so a batch is driven step by step: the stage
+// calls begin() and then advance() each time its process runs until advance() says the batch
+// is done; while it is not, advance() has set the process's next trigger. On the socket a batch
+// is one TLM-2.0 non-blocking transaction (Memory documents the phases).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <memory>
 
 #include <tlm_utils/simple_initiator_socket.h>
 #include <systemc>
@@ -27,20 +34,36 @@ class DmaEngine : public sc_core::sc_module {
 
   DmaEngine(const sc_core::sc_module_name& name, uint64_t period_ps, uint64_t latency_ps,
             uint64_t link_bandwidth);
+  ~DmaEngine() override;
 
   tlm_utils::simple_initiator_socket<DmaEngine> socket;
 
-  // Moves one batch of `bytes` touching [span_begin, span_end) of the parent memory on behalf
-  // of `copies` identical nodes; blocks the calling thread; returns the node cycles it took.
-  // `route` names the parent memory when the engine is bound to an Interconnect.
-  uint64_t transfer(Channel channel, uint64_t bytes, uint64_t span_begin, uint64_t span_end,
-                    uint64_t copies, int route);
+  // Starts one batch of `bytes` on `channel` touching [span_begin, span_end) of the parent
+  // memory on behalf of `copies` identical nodes; `route` names the parent memory when the
+  // engine is bound to an Interconnect. The channel must be idle.
+  void begin(Channel channel, uint64_t bytes, uint64_t span_begin, uint64_t span_end,
+             uint64_t copies, int route);
+  // Moves the channel's batch on, from inside the SC_METHOD that began it: true when it is done
+  // (cycles() then holds its node cycles), false after setting the method's next trigger.
+  bool advance(Channel channel);
+  uint64_t cycles(Channel channel) const { return batch_[channel].cycles; }
   // The parent memory's storage through DMI (functional mode); empty in timing mode.
   isa::MemoryView parent_view();
 
  private:
+  enum class Step { idle, start, data, end, round };
+  struct Batch {
+    Step step = Step::idle;
+    uint64_t bytes = 0, t_data = 0, cycles = 0, round_ps = 0;
+    TransferExtension ext;
+    tlm::tlm_generic_payload gp;
+    unsigned char unused = 0;
+    std::unique_ptr<sc_core::sc_event> done;  // made at the first batch, during the run
+  };
+  void send(Batch& b, tlm::tlm_phase phase);
+
   uint64_t period_ps_, latency_cycles_, link_bandwidth_;
-  sc_core::sc_event done_[2];
+  std::array<Batch, 2> batch_;
   bool dmi_checked_ = false;
   isa::MemoryView dmi_{};
 };

@@ -7,7 +7,7 @@ namespace fracsim::sim {
 
 Interconnect::Interconnect(const sc_core::sc_module_name& name)
     : sc_module(name), from_children("from_children"), to_parents("to_parents") {
-  from_children.register_b_transport(this, &Interconnect::b_transport);
+  from_children.register_nb_transport_fw(this, &Interconnect::nb_transport_fw);
   from_children.register_get_direct_mem_ptr(this, &Interconnect::get_direct_mem_ptr);
   from_children.register_transport_dbg(this, &Interconnect::transport_dbg);
 }
@@ -19,8 +19,9 @@ int Interconnect::route(tlm::tlm_generic_payload& gp) {
   return ext->route;
 }
 
-void Interconnect::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
-  to_parents[route(gp)]->b_transport(gp, delay);
+tlm::tlm_sync_enum Interconnect::nb_transport_fw(int, tlm::tlm_generic_payload& gp,
+                                                 tlm::tlm_phase& phase, sc_core::sc_time& delay) {
+  return to_parents[route(gp)]->nb_transport_fw(gp, phase, delay);
 }
 
 // Folded runs are timing runs: there is no data to reach directly.

@@ -20,7 +20,8 @@ class Interconnect : public sc_core::sc_module {
   tlm_utils::multi_passthrough_initiator_socket<Interconnect> to_parents;  // parent memories
 
  private:
-  void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+  tlm::tlm_sync_enum nb_transport_fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
+                                     sc_core::sc_time& delay);
   bool get_direct_mem_ptr(int id, tlm::tlm_generic_payload& gp, tlm::tlm_dmi& dmi);
   unsigned int transport_dbg(int id, tlm::tlm_generic_payload& gp);
   int route(tlm::tlm_generic_payload& gp);

@@ -14,26 +14,6 @@
 namespace fracsim::sim {
 namespace {
 
-// Feeds the program's instructions to the root, in order.
-class ProgramDriver : public sc_core::sc_module {
- public:
-  SC_HAS_PROCESS(ProgramDriver);
-  ProgramDriver(const sc_core::sc_module_name& name, const isa::Program& program, Node& root)
-      : sc_module(name), program_(program), root_(root) {
-    SC_THREAD(feed);
-  }
-  Completion completion;
-
- private:
-  void feed() {
-    completion.remaining = static_cast<int64_t>(program_.instructions.size());
-    for (const isa::Instruction& in : program_.instructions)
-      root_.submit(Job{in, nullptr, {}, 0, 1, &completion, 0});
-  }
-  const isa::Program& program_;
-  Node& root_;
-};
-
 // Each run gets a SystemC kernel of its own, so that one process can run many simulations.
 void fresh_simcontext() {
   sc_core::sc_curr_simcontext = new sc_core::sc_simcontext();
@@ -125,11 +105,15 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
     isa::MemoryView mem = root.memory().view();
     for (const isa::DataSegment& seg : program.data) isa::fill_data_segment(seg, mem);
   }
-  ProgramDriver driver("driver", program, root);
+  // The root queues the whole program and runs it in order.
+  Completion completion;
+  completion.remaining = static_cast<int64_t>(program.instructions.size());
+  for (const isa::Instruction& in : program.instructions)
+    root.submit(Job{in, nullptr, {}, 0, 1, &completion, 0});
 
   sc_core::sc_start();
   if (ctx.error) std::rethrow_exception(ctx.error);
-  if (driver.completion.remaining != 0) {
+  if (completion.remaining != 0) {
     std::string busy;
     for (const auto& n : nodes) {
       std::string b = n->describe_busy();
@@ -138,7 +122,7 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
     throw InternalError(
         fmt::format("the run stopped making progress at {} ps with {} of {} "
                     "instructions unfinished: {}",
-                    sc_core::sc_time_stamp().value(), driver.completion.remaining,
+                    sc_core::sc_time_stamp().value(), completion.remaining,
                     program.instructions.size(), busy.empty() ? "no stage busy" : busy));
   }
 
@@ -169,11 +153,9 @@ RunResult simulate(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   const bool fold = mode == Mode::timing && options.fold;
   // Folding: how many simulated nodes each level's pool needs is known only by running. Pools
   // start small (simulated nodes cost time to build); a run that runs out starts again once,
-  // with every pool as large as its level, which cannot run out. One restart at most: a
-  // SystemC kernel keeps its threads' stacks mapped after the run, so a failed run's memory
-  // mappings stay (the process's count of mappings is bounded). Classes multiply down the tree
-  // (a simulated node may need several children at once), so deeper levels start with larger
-  // pools.
+  // with every pool as large as its level, which cannot run out (so one restart at most).
+  // Classes multiply down the tree (a simulated node may need several children at once), so
+  // deeper levels start with larger pools.
   std::vector<int64_t> pools;
   for (size_t l = 0; l < spec.levels.size(); ++l)
     pools.push_back(std::min<int64_t>(

@@ -1,6 +1,10 @@
+// sc_spawn: the memory's process is made at its first transaction.
+#define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "sim/memory.h"
 
+#include <algorithm>
 #include <cstring>
+#include <string>
 
 #include <sys/mman.h>
 
@@ -11,11 +15,7 @@
 namespace fracsim::sim {
 
 Memory::Memory(const sc_core::sc_module_name& name, const MemorySpec& spec, bool storage)
-    : sc_module(name),
-      socket("socket"),
-      spec_(spec),
-      share_(spec.bandwidth),
-      wake_("wake") {  // named: SystemC names unnamed events through a string stream
+    : sc_module(name), socket("socket"), spec_(spec), share_(spec.bandwidth) {
   if (storage && spec.capacity > 0) {
     // Reserve address space only: pages are zero until touched, so a 256 GiB main memory costs
     // what the program uses.
@@ -26,33 +26,43 @@ Memory::Memory(const sc_core::sc_module_name& name, const MemorySpec& spec, bool
           "cannot reserve {} bytes of host address space for a functional run", spec.capacity));
     data_ = static_cast<uint8_t*>(p);
   }
-  socket.register_b_transport(this, &Memory::b_transport);
+  socket.register_nb_transport_fw(this, &Memory::nb_transport_fw);
   socket.register_get_direct_mem_ptr(this, &Memory::get_direct_mem_ptr);
   socket.register_transport_dbg(this, &Memory::transport_dbg);
-  SC_METHOD(on_wake);
-  sensitive << wake_;
-  dont_initialize();
 }
 
 Memory::~Memory() {
   if (data_) munmap(data_, spec_.capacity);
 }
 
-void Memory::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
-  // Approximately-timed initiators may pass a delay; this model runs at the target's time.
-  if (delay != sc_core::SC_ZERO_TIME) {
-    sc_core::wait(delay);
-    delay = sc_core::SC_ZERO_TIME;
-  }
+tlm::tlm_sync_enum Memory::nb_transport_fw(int, tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
+                                           sc_core::sc_time& delay) {
+  // Initiators here run at the target's time; an annotated delay is not part of the protocol.
+  FRACSIM_ASSERT(delay == sc_core::SC_ZERO_TIME, "{}: a transaction with a delay", name());
   auto* ext = gp.get_extension<TransferExtension>();
   FRACSIM_ASSERT(ext && ext->done, "{}: a transfer without its extension", name());
-  const int id = share_.start(sc_core::sc_time_stamp().value(), gp.get_data_length(),
-                              ext->link_bandwidth, ext->copies);
-  waiting_.emplace_back(id, ext->done);
-  reschedule();
-  sc_core::wait(*ext->done);
+  if (phase == tlm::BEGIN_REQ) {
+    if (!wake_) {
+      wake_ = std::make_unique<sc_core::sc_event>();
+      sc_core::sc_spawn_options method;
+      method.spawn_method();
+      method.set_sensitivity(wake_.get());
+      method.dont_initialize();
+      // Named after the memory (unique; SystemC's generated names cost more than the process).
+      std::string process = fmt::format("{}_wake", name());
+      std::replace(process.begin(), process.end(), '.', '_');
+      sc_core::sc_spawn(sc_bind(&Memory::on_wake, this), process.c_str(), &method);
+    }
+    const int id = share_.start(sc_core::sc_time_stamp().value(), gp.get_data_length(),
+                                ext->link_bandwidth, ext->copies);
+    waiting_.emplace_back(id, ext->done);
+    reschedule();
+    return tlm::TLM_ACCEPTED;
+  }
+  FRACSIM_ASSERT(phase == tlm::END_RESP, "{}: unexpected phase {}", name(), phase.get_name());
   if (gp.is_write() && on_write_) on_write_(ext->span_begin, ext->span_end);
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
+  return tlm::TLM_COMPLETED;
 }
 
 void Memory::on_wake() {
@@ -67,9 +77,9 @@ void Memory::on_wake() {
 }
 
 void Memory::reschedule() {
-  wake_.cancel();
+  wake_->cancel();
   if (auto t = share_.next_end())
-    wake_.notify(sc_core::sc_time::from_value(*t - sc_core::sc_time_stamp().value()));
+    wake_->notify(sc_core::sc_time::from_value(*t - sc_core::sc_time_stamp().value()));
 }
 
 bool Memory::get_direct_mem_ptr(int, tlm::tlm_generic_payload& gp, tlm::tlm_dmi& dmi) {

@@ -1,20 +1,24 @@
 // A memory of the machine (the root's main memory, or a node's local memory) as a TLM-2.0
 // target. Its children's DMA engines are initiators bound to its multi-target socket.
 //
-//  - Timing: b_transport moves one DMA batch (the payload's data length in bytes) at the rate
-//    SharedBandwidth gives it among the transfers in progress, reads and writes alike; it
-//    returns when the last byte has moved. Access latency is paid by the initiator before the
-//    data phase (DmaEngine), so b_transport covers the data phase only. Banks: the memory is
-//    interleaved across its banks at a fine grain, so a transfer streams from all of them at
-//    once and `bandwidth` is the aggregate; banks are not timed separately.
+//  - Timing: one DMA batch (the payload's data length in bytes) is one non-blocking
+//    transaction. BEGIN_REQ starts its data phase, which moves at the rate SharedBandwidth
+//    gives it among the transfers in progress, reads and writes alike (the call returns
+//    TLM_ACCEPTED); the memory notifies the extension's `done` event when the last byte has
+//    moved; the initiator, woken by it, ends the transaction with END_RESP (TLM_COMPLETED,
+//    response OK). Access latency is paid by the initiator before BEGIN_REQ (DmaEngine), so
+//    the transaction covers the data phase only. Banks: the memory is interleaved across its
+//    banks at a fine grain, so a transfer streams from all of them at once and `bandwidth` is
+//    the aggregate; banks are not timed separately.
 //  - Data (functional mode): the storage is reached through DMI (get_direct_mem_ptr); the DMA
 //    engine copies strided tiles with it after the timed transaction.
-//  - Coherence: a write transaction calls the owner's write hook with the span it wrote, so
-//    that the owner can invalidate its children's tensor permutation tables.
+//  - Coherence: a write transaction's END_RESP calls the owner's write hook with the span it
+//    wrote, so that the owner can invalidate its children's tensor permutation tables.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 #include <tlm_utils/multi_passthrough_target_socket.h>
 #include <systemc>
@@ -42,7 +46,6 @@ struct TransferExtension : tlm::tlm_extension<TransferExtension> {
 
 class Memory : public sc_core::sc_module {
  public:
-  SC_HAS_PROCESS(Memory);
   // `storage`: back the bytes (functional mode); pages are reserved lazily, zero until written.
   Memory(const sc_core::sc_module_name& name, const MemorySpec& spec, bool storage);
   ~Memory() override;
@@ -58,7 +61,8 @@ class Memory : public sc_core::sc_module {
   void set_write_hook(std::function<void(uint64_t, uint64_t)> hook) { on_write_ = std::move(hook); }
 
  private:
-  void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+  tlm::tlm_sync_enum nb_transport_fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
+                                     sc_core::sc_time& delay);
   bool get_direct_mem_ptr(int id, tlm::tlm_generic_payload& gp, tlm::tlm_dmi& dmi);
   unsigned int transport_dbg(int id, tlm::tlm_generic_payload& gp);
   void on_wake();
@@ -68,7 +72,8 @@ class Memory : public sc_core::sc_module {
   uint8_t* data_ = nullptr;
   SharedBandwidth share_;
   std::vector<std::pair<int, sc_core::sc_event*>> waiting_;  // transfer id -> its done event
-  sc_core::sc_event wake_;
+  // Made at the first transaction, during the run: a folded run builds memories it never uses.
+  std::unique_ptr<sc_core::sc_event> wake_;
   std::function<void(uint64_t, uint64_t)> on_write_;
 };
 

@@ -1,6 +1,8 @@
-// sc_spawn: stage threads are made during the simulation (Node::start).
+// sc_spawn: stage processes are made during the simulation (Node::start).
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "sim/node.h"
+
+#include <algorithm>
 
 #include <fmt/format.h>
 
@@ -10,10 +12,6 @@
 namespace fracsim::sim {
 
 using sc_core::sc_time;
-
-std::ostream& operator<<(std::ostream& os, const Job& job) {
-  return os << "job(opcode " << job.instr.opcode << ")";
-}
 
 namespace {
 
@@ -53,16 +51,7 @@ Node::Node(const sc_core::sc_module_name& name, const MachineSpec& spec, int lev
       controller_(is_root_ ? spec.root.controller : spec.levels[level].controller),
       period_ps_(controller_.period_ps()),
       fanout_(level + 1 < static_cast<int>(spec.levels.size()) ? spec.levels[level + 1].fanout : 1),
-      root_cyclic_base_(cyclic_base),
-      // Channels and events are named: SystemC names unnamed ones through a string stream,
-      // which costs more than the rest of the object (a folded run builds dozens of nodes).
-      inbox_("inbox", 1),
-      to_ld_("to_ld", controller_.pipeline_depth),
-      to_ex_("to_ex", controller_.pipeline_depth),
-      to_rd_("to_rd", controller_.pipeline_depth),
-      to_wb_("to_wb", controller_.pipeline_depth),
-      subblocks_("subblocks", controller_.pipeline_depth),
-      written_back_("written_back") {
+      root_cyclic_base_(cyclic_base) {
   const MemorySpec& mem = is_root_ ? spec.root.memory : spec.levels[level].memory;
   memory_ = std::make_unique<Memory>("memory", mem, ctx_.functional);
   memory_->set_write_hook([this](uint64_t b, uint64_t e) { invalidate_children(b, e); });
@@ -82,21 +71,37 @@ Node::Node(const sc_core::sc_module_name& name, const MachineSpec& spec, int lev
 bool ByPort::operator()(const Node* a, const Node* b) const { return a->port() < b->port(); }
 
 void Node::start() {
-  started_ = true;
-  constexpr void (Node::*kStages[])() = {&Node::id_stage, &Node::ld_stage, &Node::ex_stage,
-                                         &Node::rd_stage, &Node::wb_stage};
-  // Named (node names are unique): SystemC's generated names cost more than the thread.
+  pipe_ = std::make_unique<Pipeline>(controller_.pipeline_depth);
+  constexpr void (Node::*kSteps[])() = {&Node::id_step, &Node::ld_step, &Node::ex_step,
+                                        &Node::rd_step, &Node::wb_step};
+  sc_core::sc_spawn_options method;
+  method.spawn_method();
+  // Named (node names are unique): SystemC's generated names cost more than the process.
   for (int s = 0; s < 5; ++s)
-    sc_core::sc_spawn(sc_bind(kStages[s], this),
-                      fmt::format("{}_{}", basename(), kStageName[s]).c_str());
+    sc_core::sc_spawn(sc_bind(kSteps[s], this),
+                      fmt::format("{}_{}", basename(), kStageName[s]).c_str(), &method);
+}
+
+void Node::submit(Job job) {
+  if (!pipe_) start();
+  FRACSIM_ASSERT(pipe_->inbox.can_write(), "{}: inbox full", name());
+  pipe_->inbox.write(std::move(job));
 }
 
 Node::~Node() {
-  for (Piece* p : in_flight_) delete p;
+  if (!pipe_) return;
+  // A run that stopped early leaves pieces in flight, and maybe one still being decoded.
+  std::deque<Piece*>& flying = pipe_->in_flight;
+  Piece* decoding = pipe_->stages[kId].piece;
+  if (decoding && std::find(flying.begin(), flying.end(), decoding) == flying.end())
+    delete decoding;
+  for (Piece* p : flying) delete p;
 }
 
-void Node::wait_cycles(uint64_t cycles) {
-  if (cycles > 0) wait(sc_time::from_value(cycles * period_ps_));  // resolution: 1 ps
+bool Node::wait_cycles(uint64_t cycles) {
+  if (cycles == 0) return false;
+  sc_core::next_trigger(sc_time::from_value(cycles * period_ps_));  // resolution: 1 ps
+  return true;
 }
 
 uint64_t Node::cycles_since(const sc_time& t0) const {
@@ -182,155 +187,264 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, const isa::Instruction& part
   return p;
 }
 
-void Node::id_stage() {
-  guarded([&] {
-    Job job;
-    inbox_.read(job);
-    const isa::OpDef& op = ctx_.ops->get(job.instr.opcode);
-    tree_node_ = job.tree_node;
-    copies_ = job.copies;
-    route_ = job.route;
-    plan_ = job.plan ? job.plan : std::make_shared<const InstructionPlan>(root_plan(job.instr));
-    layout_ = job.layout;
-    // The pipeline is empty between instructions below the root, so the cyclic segment may
-    // move; the root keeps rotating through its sub-blocks.
-    if (!is_root_) next_subblock_ = 0;
-    auto instr = std::make_shared<const isa::Instruction>(std::move(job.instr));
-    ++stats()[Counter::instructions];
-    const size_t n = plan_->pieces.size();
-    for (size_t i = 0; i < n; ++i) {
-      subblocks_.wait();
-      const sc_time t0 = sc_core::sc_time_stamp();
-      Piece* p = make_piece(op, plan_->pieces[i], next_subblock_, i == 0);
-      next_subblock_ = (next_subblock_ + 1) % controller_.pipeline_depth;
-      p->instr = instr;
-      p->index = i;
-      p->count = n;
-      if (i + 1 == n) {
-        p->completion = job.completion;
-        p->finalize = plan_->finalize;
-      }
-      holding_[kId] = p;
-      wait_cycles(controller_.decode_cycles);
-      stats()[Counter::decode_cycles] += controller_.decode_cycles;
-      ++stats()[Counter::pieces];
-      in_flight_.push_back(p);
-      holding_[kId] = nullptr;
-      trace(kId, *p, t0);
-      to_ld_.write(p);
+void Node::begin_batch(DmaEngine::Channel channel, const Piece& p,
+                       const std::vector<isa::Transfer>& transfers) {
+  if (is_root_) return;  // the root's operands are in its own memory
+  const auto span = parent_span(transfers);
+  dma_->begin(channel, stored_bytes(transfers), span.first, span.second, p.copies, p.route);
+}
+
+bool Node::batch_done(DmaEngine::Channel channel, const std::vector<isa::Transfer>& transfers,
+                      uint64_t& cycles) {
+  cycles = 0;
+  if (is_root_) return true;
+  if (!dma_->advance(channel)) return false;
+  cycles = dma_->cycles(channel);
+  const bool load = channel == DmaEngine::kRead;
+  if (ctx_.functional) {
+    const isa::MemoryView parent = dma_->parent_view(), local = memory_->view();
+    for (const isa::Transfer& t : transfers)
+      if (load)
+        isa::copy_tensor(t.parent, parent, t.local, local);
+      else
+        isa::copy_tensor(t.local, local, t.parent, parent);
+  }
+  // What was loaded here replaces what the children's permutation tables hold of it.
+  if (load)
+    for (const isa::Transfer& t : transfers) {
+      const auto s = t.local.byte_span();
+      invalidate_children(s.first, s.second);
     }
+  return true;
+}
+
+// ID: takes a job, then cuts it into its plan's pieces, each taking a free sub-block of the
+// cyclic segment and decode_cycles.
+void Node::id_step() {
+  guarded([&] {
+    Pipeline& q = *pipe_;
+    Pipeline::Stage& st = q.stages[kId];
+    enum { kTakeJob, kNextPiece, kDecoded, kPass };
+    while (true) switch (st.step) {
+        case kTakeJob: {
+          Job job;
+          if (!q.inbox.take(job)) return;
+          q.op = &ctx_.ops->get(job.instr.opcode);
+          tree_node_ = job.tree_node;
+          copies_ = job.copies;
+          route_ = job.route;
+          plan_ =
+              job.plan ? job.plan : std::make_shared<const InstructionPlan>(root_plan(job.instr));
+          layout_ = job.layout;
+          // The pipeline is empty between instructions below the root, so the cyclic segment
+          // may move; the root keeps rotating through its sub-blocks.
+          if (!is_root_) next_subblock_ = 0;
+          q.instr = std::make_shared<const isa::Instruction>(std::move(job.instr));
+          q.completion = job.completion;
+          q.next_piece = 0;
+          ++stats()[Counter::instructions];
+          st.step = kNextPiece;
+          break;
+        }
+        case kNextPiece: {
+          const size_t n = plan_->pieces.size(), i = q.next_piece;
+          if (i == n) {
+            st.step = kTakeJob;
+            break;
+          }
+          if (q.free_subblocks == 0) {
+            sc_core::next_trigger(q.subblock_freed);
+            return;
+          }
+          --q.free_subblocks;
+          st.t0 = sc_core::sc_time_stamp();
+          Piece* p = make_piece(*q.op, plan_->pieces[i], next_subblock_, i == 0);
+          next_subblock_ = (next_subblock_ + 1) % controller_.pipeline_depth;
+          p->instr = q.instr;
+          p->index = i;
+          p->count = n;
+          if (i + 1 == n) {
+            p->completion = q.completion;
+            p->finalize = plan_->finalize;
+          }
+          st.piece = p;
+          st.step = kDecoded;
+          if (wait_cycles(controller_.decode_cycles)) return;
+          break;
+        }
+        case kDecoded:
+          stats()[Counter::decode_cycles] += controller_.decode_cycles;
+          ++stats()[Counter::pieces];
+          q.in_flight.push_back(st.piece);
+          trace(kId, *st.piece, st.t0);
+          st.step = kPass;
+          break;
+        case kPass:
+          if (!q.to_ld.put(st.piece)) return;
+          st.piece = nullptr;
+          ++q.next_piece;
+          st.step = kNextPiece;
+          break;
+      }
   });
 }
 
-void Node::ld_stage() {
+// LD: waits for the earlier pieces that write what this one reads, then loads its tiles.
+void Node::ld_step() {
   guarded([&] {
-    Piece* p = nullptr;
-    to_ld_.read(p);
-    holding_[kLd] = p;
-    // Read-after-write: wait for every earlier piece that writes what this one reads.
-    const sc_time t_hazard = sc_core::sc_time_stamp();
-    for (bool blocked = true; blocked;) {
-      blocked = false;
-      for (const Piece* q : in_flight_) {
-        if (q == p) break;
-        if (overlaps(q->writes, p->reads)) blocked = true;  // not yet written back
+    Pipeline& q = *pipe_;
+    Pipeline::Stage& st = q.stages[kLd];
+    enum { kTake, kHazard, kLoad, kPass };
+    while (true) switch (st.step) {
+        case kTake:
+          if (!q.to_ld.take(st.piece)) return;
+          st.t0 = sc_core::sc_time_stamp();
+          st.step = kHazard;
+          break;
+        case kHazard: {
+          // Read-after-write: every earlier piece that writes what this one reads must have
+          // written back.
+          const Piece* p = st.piece;
+          for (const Piece* q2 : q.in_flight) {
+            if (q2 == p) break;
+            if (overlaps(q2->writes, p->reads)) {
+              sc_core::next_trigger(q.written_back);
+              return;
+            }
+          }
+          stats()[Counter::hazard_cycles] += cycles_since(st.t0);
+          st.t0 = sc_core::sc_time_stamp();
+          begin_batch(DmaEngine::kRead, *p, p->loads);
+          st.step = kLoad;
+          break;
+        }
+        case kLoad: {
+          const Piece* p = st.piece;
+          uint64_t cycles = 0;
+          if (!batch_done(DmaEngine::kRead, p->loads, cycles)) return;
+          stats()[Counter::load_cycles] += cycles;
+          stats()[Counter::load_bytes] += stored_bytes(p->loads);
+          trace(kLd, *p, st.t0);
+          st.step = kPass;
+          break;
+        }
+        case kPass:
+          if (!st.pass_to(q.to_ex)) return;
+          break;
       }
-      if (blocked) wait(written_back_);
-    }
-    stats()[Counter::hazard_cycles] += cycles_since(t_hazard);
-    const sc_time t0 = sc_core::sc_time_stamp();
-    const uint64_t bytes = stored_bytes(p->loads);
-    uint64_t cycles = 0;
-    if (!is_root_) {
-      const auto span = parent_span(p->loads);
-      cycles =
-          dma_->transfer(DmaEngine::kRead, bytes, span.first, span.second, p->copies, p->route);
-      if (ctx_.functional) {
-        isa::MemoryView from = dma_->parent_view(), to = memory_->view();
-        for (const isa::Transfer& t : p->loads) isa::copy_tensor(t.parent, from, t.local, to);
-      }
-      for (const isa::Transfer& t : p->loads) {
-        const auto s = t.local.byte_span();
-        invalidate_children(s.first, s.second);
-      }
-    }
-    stats()[Counter::load_cycles] += cycles;
-    stats()[Counter::load_bytes] += bytes;
-    holding_[kLd] = nullptr;
-    trace(kLd, *p, t0);
-    to_ex_.write(p);
   });
 }
 
-void Node::ex_stage() {
+// EX: a leaf runs the piece on its unit; an inner node hands the children their instructions
+// and waits for all of them.
+void Node::ex_step() {
   guarded([&] {
-    Piece* p = nullptr;
-    to_ex_.read(p);
-    holding_[kEx] = p;
-    const sc_time t0 = sc_core::sc_time_stamp();
-    if (is_leaf_) {
-      isa::MemoryView mv = memory_->view();
-      const uint64_t cycles = unit_->run(*p->op, p->local, ctx_.functional ? &mv : nullptr);
-      const auto work = static_cast<uint64_t>(isa::instruction_work(*p->op, p->local));
-      stats()[p->op->unit == "matrix" ? Counter::matrix_ops : Counter::vector_ops] += work;
-      stats()[Counter::unit_cycles] += cycles;
-      if (const auto rtl = unit_->last_rtl_unit()) ++stats()[*rtl];
-      wait_cycles(cycles);
-    } else {
-      dispatch(*p->op, p->split.children, p->local_writes);
-    }
-    stats()[Counter::execute_cycles] += cycles_since(t0);
-    holding_[kEx] = nullptr;
-    trace(kEx, *p, t0);
-    to_rd_.write(p);
+    Pipeline& q = *pipe_;
+    Pipeline::Stage& st = q.stages[kEx];
+    enum { kTake, kChildren, kDone, kPass };
+    while (true) switch (st.step) {
+        case kTake: {
+          if (!q.to_ex.take(st.piece)) return;
+          Piece* p = st.piece;
+          st.t0 = sc_core::sc_time_stamp();
+          if (!is_leaf_) {
+            dispatch(*p->op, p->split.children, p->local_writes);
+            st.step = kChildren;
+            break;
+          }
+          isa::MemoryView mv = memory_->view();
+          const uint64_t cycles = unit_->run(*p->op, p->local, ctx_.functional ? &mv : nullptr);
+          const auto work = static_cast<uint64_t>(isa::instruction_work(*p->op, p->local));
+          stats()[p->op->unit == "matrix" ? Counter::matrix_ops : Counter::vector_ops] += work;
+          stats()[Counter::unit_cycles] += cycles;
+          if (const auto rtl = unit_->last_rtl_unit()) ++stats()[*rtl];
+          st.step = kDone;
+          if (wait_cycles(cycles)) return;
+          break;
+        }
+        case kChildren:
+          if (q.children_done.remaining > 0) {
+            sc_core::next_trigger(q.children_done.done);
+            return;
+          }
+          dispatch_end();
+          st.step = kDone;
+          break;
+        case kDone:
+          stats()[Counter::execute_cycles] += cycles_since(st.t0);
+          trace(kEx, *st.piece, st.t0);
+          st.step = kPass;
+          break;
+        case kPass:
+          if (!st.pass_to(q.to_rd)) return;
+          break;
+      }
   });
 }
 
-void Node::wb_stage() {
+// WB: stores the piece's results to the parent's memory, runs the instruction's finalize work
+// after its last piece, and frees the piece's sub-block.
+void Node::wb_step() {
   guarded([&] {
-    Piece* p = nullptr;
-    to_wb_.read(p);
-    holding_[kWb] = p;
-    const sc_time t0 = sc_core::sc_time_stamp();
-    const uint64_t bytes = stored_bytes(p->stores);
-    uint64_t cycles = 0;
-    if (!is_root_) {
-      const auto span = parent_span(p->stores);
-      cycles =
-          dma_->transfer(DmaEngine::kWrite, bytes, span.first, span.second, p->copies, p->route);
-      if (ctx_.functional) {
-        isa::MemoryView from = memory_->view(), to = dma_->parent_view();
-        for (const isa::Transfer& t : p->stores) isa::copy_tensor(t.local, from, t.parent, to);
+    Pipeline& q = *pipe_;
+    Pipeline::Stage& st = q.stages[kWb];
+    enum { kTake, kStore, kFinalize, kRetire };
+    while (true) switch (st.step) {
+        case kTake: {
+          if (!q.to_wb.take(st.piece)) return;
+          const Piece* p = st.piece;
+          st.t0 = sc_core::sc_time_stamp();
+          begin_batch(DmaEngine::kWrite, *p, p->stores);
+          st.step = kStore;
+          break;
+        }
+        case kStore: {
+          const Piece* p = st.piece;
+          uint64_t cycles = 0;
+          if (!batch_done(DmaEngine::kWrite, p->stores, cycles)) return;
+          stats()[Counter::writeback_cycles] += cycles;
+          stats()[Counter::store_bytes] += stored_bytes(p->stores);
+          trace(kWb, *p, st.t0);
+          q.finalize = 0;
+          q.finalize_step = 0;
+          st.step = kFinalize;
+          break;
+        }
+        case kFinalize:
+          if (!finalize_step(*st.piece)) return;
+          st.step = kRetire;
+          break;
+        case kRetire: {
+          Piece* p = st.piece;
+          FRACSIM_ASSERT(!q.in_flight.empty() && q.in_flight.front() == p,
+                         "{}: write-back out of order", name());
+          q.in_flight.pop_front();
+          q.written_back.notify(sc_core::SC_ZERO_TIME);
+          ++q.free_subblocks;
+          q.subblock_freed.notify(sc_core::SC_ZERO_TIME);
+          st.piece = nullptr;
+          st.step = kTake;
+          if (p->completion) {
+            // Its children are idle until the next instruction: their state is final for now.
+            if (!is_leaf_ && !is_root_) ctx_.tree->update_below_digest(p->tree_node);
+            if (is_root_) {
+              ++ctx_.done.done;
+              ctx_.done.picoseconds = sc_core::sc_time_stamp().value();
+              if (ctx_.progress) ctx_.progress(ctx_.done);
+            }
+            if (--p->completion->remaining == 0) p->completion->done.notify(sc_core::SC_ZERO_TIME);
+          }
+          delete p;
+          break;
+        }
       }
-    }
-    stats()[Counter::writeback_cycles] += cycles;
-    stats()[Counter::store_bytes] += bytes;
-    trace(kWb, *p, t0);
-    for (const isa::Instruction& f : p->finalize) run_finalize(f, *p);
-    FRACSIM_ASSERT(!in_flight_.empty() && in_flight_.front() == p, "{}: write-back out of order",
-                   name());
-    in_flight_.pop_front();
-    written_back_.notify(sc_core::SC_ZERO_TIME);
-    subblocks_.post();
-    holding_[kWb] = nullptr;
-    if (p->completion) {
-      // Its children are idle until the next instruction: their state is final for now.
-      if (!is_leaf_ && !is_root_) ctx_.tree->update_below_digest(p->tree_node);
-      if (is_root_) {
-        ++ctx_.done.done;
-        ctx_.done.picoseconds = sc_core::sc_time_stamp().value();
-        if (ctx_.progress) ctx_.progress(ctx_.done);
-      }
-      if (--p->completion->remaining == 0) p->completion->done.notify(sc_core::SC_ZERO_TIME);
-    }
-    delete p;
   });
 }
 
 std::string Node::describe_busy() const {
   std::string out;
   for (int s = 0; s < 5; ++s)
-    if (const Piece* p = holding_[s])
+    if (const Piece* p = pipe_ ? pipe_->stages[s].piece : nullptr)
       out += fmt::format("{}{} stage {} holds piece {} of {} of instruction `{}`",
                          out.empty() ? "" : "; ", ctx_.tree->path(p->tree_node), kStageName[s],
                          p->index + 1, p->count, instruction_text(*p->op, *p->instr));

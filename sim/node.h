@@ -1,5 +1,5 @@
 // A node of the fractal machine: a controller with the 5-stage pipeline ID -> LD -> EX -> RD ->
-// WB (one SC_THREAD per stage, joined by bounded FIFOs), a local memory (a TLM target) holding
+// WB (one SC_METHOD per stage, joined by bounded queues), a local memory (a TLM target) holding
 // a static segment and a cyclic segment of N sub-blocks (one per sub-instruction in flight), a
 // DMA engine bound to the parent's memory with a read channel (LD) and a write channel (WB), an
 // LFU, and either children (FFUs) or, at a leaf, a compute unit. The root node's memory is the
@@ -11,6 +11,13 @@
 // that behave alike, sends each class to one simulated child, and copies the result to the
 // rest.
 //
+// Stages are state machines run by SC_METHOD processes rather than SC_THREADs: a thread costs
+// a coroutine stack (a memory mapping, a guard page, page faults), and a folded run of
+// thousands of leaves starts dozens of nodes. Each stage keeps the piece it holds and the step
+// it is at; where a thread would wait, the stage sets its method's next trigger and returns.
+// The queues between stages behave as sc_fifo does (a piece written in one delta cycle can be
+// read from the next), so the order of events is that of the threads they replace.
+//
 // Time advances per stage and per transfer, never per clock tick.
 #pragma once
 
@@ -20,8 +27,8 @@
 #include <exception>
 #include <functional>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -43,10 +50,10 @@
 
 namespace fracsim::sim {
 
-// Counts outstanding instructions; the waiter sleeps on `done`.
+// Counts outstanding instructions; the waiter is woken by `done`.
 struct Completion {
   int64_t remaining = 0;
-  sc_core::sc_event done{"done"};  // named: cheaper for SystemC to build (see Node::Node)
+  sc_core::sc_event done;
 };
 
 // An instruction handed to a node, with the plan its parent made for it (the root plans its
@@ -60,9 +67,6 @@ struct Job {
   Completion* completion = nullptr;
   int route = 0;  // the parent's memory among those the level's Interconnect reaches
 };
-// sc_fifo prints its contents when asked; a job prints as its opcode.
-std::ostream& operator<<(std::ostream& os, const Job& job);
-
 class Node;
 
 // A folded run needed more simulated nodes at a level at once than its pool holds; simulate()
@@ -96,10 +100,59 @@ struct RunContext {
   std::exception_ptr error;  // the first error raised inside a process; the run stops on it
 };
 
+// A bounded queue between two stages, read and written by SC_METHODs as an sc_fifo is by
+// threads: an item written in one delta cycle is readable from the next one, when `written()`
+// has fired; a full queue refuses a write until `read()` fires.
+template <typename T>
+class StageQueue {
+ public:
+  explicit StageQueue(size_t capacity) : capacity_(capacity) {}
+  bool can_write() const { return items_.size() < capacity_; }
+  void write(T item) {
+    // Written before the run (the root's program): readable from the start.
+    items_.push_back(
+        {std::move(item), sc_core::sc_is_running() ? sc_core::sc_delta_count() : kBeforeRun});
+    written_.notify(sc_core::SC_ZERO_TIME);
+  }
+  bool can_read() const {
+    return !items_.empty() && items_.front().second != sc_core::sc_delta_count();
+  }
+  T read() {
+    T item = std::move(items_.front().first);
+    items_.pop_front();
+    read_.notify(sc_core::SC_ZERO_TIME);
+    return item;
+  }
+  // From an SC_METHOD: reads the next item into `item`, or, when there is none yet, sets the
+  // method's next trigger and returns false.
+  bool take(T& item) {
+    if (!can_read()) {
+      sc_core::next_trigger(written_);
+      return false;
+    }
+    item = read();
+    return true;
+  }
+  // From an SC_METHOD: writes `item`, or, while the queue is full, sets the method's next
+  // trigger and returns false.
+  bool put(const T& item) {
+    if (!can_write()) {
+      sc_core::next_trigger(read_);
+      return false;
+    }
+    write(item);
+    return true;
+  }
+
+ private:
+  static constexpr sc_dt::uint64 kBeforeRun = ~sc_dt::uint64{0};
+  size_t capacity_;
+  std::deque<std::pair<T, sc_dt::uint64>> items_;  // with the delta it was written in
+  sc_core::sc_event written_, read_;
+};
+
 class Node : public sc_core::sc_module {
  public:
-  SC_HAS_PROCESS(Node);
-
   // level -1 is the root. `cyclic_base` is where the root's cyclic segment starts in the main
   // memory (the program lies below it); other nodes place theirs per instruction.
   Node(const sc_core::sc_module_name& name, const MachineSpec& spec, int level,
@@ -110,11 +163,10 @@ class Node : public sc_core::sc_module {
   // Folding: this node's memory is port `port` of the Interconnect below it.
   void set_port(int port) { port_ = port; }
   int port() const { return port_; }
-  // Hands an instruction to this node (from the parent's EX stage, or the program driver).
-  void submit(Job job) {
-    if (!started_) start();
-    inbox_.write(std::move(job));
-  }
+  // Hands an instruction to this node (from the parent's EX stage, or before the run for the
+  // root, which queues the whole program; below the root a node gets one instruction at a
+  // time: the parent sends the next only when this one has written back).
+  void submit(Job job);
 
   int level() const { return level_; }
   uint64_t period_ps() const { return period_ps_; }
@@ -125,33 +177,47 @@ class Node : public sc_core::sc_module {
 
  private:
   struct Piece;
+  struct Pipeline;
 
-  // Spawns the stage threads. A folded run builds pools larger than it turns out to need (the
-  // MLP on 4096 leaves leaves 16 of 42 pool nodes idle), and a thread costs its coroutine stack
-  // (an mmap, a guard page, page faults), so a node's threads are made at its first
-  // instruction rather than at elaboration.
+  // Makes the stage processes and the queues between them. A folded run builds pools larger
+  // than it turns out to need (the MLP on 4096 leaves leaves 16 of 42 pool nodes idle), so a
+  // node's pipeline is made at its first instruction rather than at elaboration.
   void start();
-  void id_stage();
-  void ld_stage();
-  void ex_stage();
-  void rd_stage();
-  void wb_stage();
-  // Runs a stage body; an exception stops the simulation and is rethrown by the machine.
-  template <typename Body>
-  void guarded(Body&& body);
-  void wait_cycles(uint64_t cycles);
+  // One run of a stage's process: moves its state machine on until it has to wait.
+  void id_step();
+  void ld_step();
+  void ex_step();
+  void rd_step();
+  void wb_step();
+  // Runs a stage step; an exception stops the simulation and is rethrown by the machine.
+  template <typename Step>
+  void guarded(Step&& step);
+  // Sets the running stage's next trigger to `cycles` from now; false when there is nothing to
+  // wait for (0 cycles).
+  bool wait_cycles(uint64_t cycles);
   uint64_t cycles_since(const sc_core::sc_time& t0) const;
   Piece* make_piece(const isa::OpDef& op, const isa::Instruction& part, int subblock, bool first);
+  // LD's and WB's DMA batch of a piece (nothing at the root, whose operands are in its own
+  // memory): begin_batch() starts it; batch_done() moves it on and, when it has ended, sets
+  // `cycles`, copies the data in functional mode and, after a load, invalidates what the
+  // children's permutation tables hold of the tiles loaded.
+  void begin_batch(DmaEngine::Channel channel, const Piece& p,
+                   const std::vector<isa::Transfer>& transfers);
+  bool batch_done(DmaEngine::Channel channel, const std::vector<isa::Transfer>& transfers,
+                  uint64_t& cycles);
   void trace(int stage, const Piece& p, const sc_core::sc_time& t0);
-  // After an instruction's last write-back: its plan's finalize work on the parent's memory.
-  void run_finalize(const isa::Instruction& f, const Piece& p);
+  // After an instruction's last write-back (WB): its plan's finalize work on the parent's
+  // memory, one step at a time; true when all of it is done.
+  bool finalize_step(Piece& p);
   NodeStats& stats() { return ctx_.tree->stats(tree_node_); }
   // The children's permutation tables hold copies of this node's memory: drop what a write to
   // [begin, end) of it makes stale.
   void invalidate_children(uint64_t begin, uint64_t end);
-  // EX of an inner node (node_dispatch.cpp): the children's instructions, folded when allowed.
+  // EX of an inner node (node_dispatch.cpp): the children's instructions, folded when allowed,
+  // handed to the children; dispatch_end() after they have all finished.
   void dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& instrs,
                 const std::vector<std::pair<uint64_t, uint64_t>>& local_writes);
+  void dispatch_end();
   NodeShape child_shape(size_t child) const;
   // The plan of a child's instruction (cached by congruence, so usually a translation).
   std::shared_ptr<const InstructionPlan> child_plan(const isa::OpDef& op,
@@ -169,10 +235,8 @@ class Node : public sc_core::sc_module {
   int fanout_;
   uint64_t root_cyclic_base_, root_subblock_ = 0;
   int next_subblock_ = 0;
-  bool started_ = false;
 
-  // The job being decoded (non-root nodes run one instruction at a time: the parent sends the
-  // next only when this one has written back).
+  // The job being decoded.
   size_t tree_node_ = 0;
   uint64_t copies_ = 1;
   int route_ = 0;
@@ -180,13 +244,7 @@ class Node : public sc_core::sc_module {
   SegmentLayout layout_;
   std::shared_ptr<const InstructionPlan> plan_;
 
-  sc_core::sc_fifo<Job> inbox_;
-  sc_core::sc_fifo<Piece*> to_ld_, to_ex_, to_rd_, to_wb_;
-  sc_core::sc_semaphore subblocks_;
-  std::deque<Piece*> in_flight_;  // past ID, not yet written back, in order
-  sc_core::sc_event written_back_;
-  Completion children_done_;
-  std::array<const Piece*, 5> holding_{};  // per stage, for describe_busy
+  std::unique_ptr<Pipeline> pipe_;  // null until the first instruction
 };
 
 }  // namespace fracsim::sim

@@ -18,6 +18,7 @@
 
 #include "isa/error.h"
 #include "sim/node.h"
+#include "sim/node_piece.h"
 
 namespace fracsim::sim {
 namespace {
@@ -110,10 +111,9 @@ void Node::dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& i
   if (ctx_.fold) {
     std::set<Node*, ByPort>& pool = ctx_.pools[level_ + 1];
     if (pool.size() < classes.size())
-      throw FoldPoolExhausted(
-          fmt::format("{}: folding needs {} simulated nodes at level {} but its pool has {} free",
-                      tree.path(tree_node_), classes.size(), ctx_.spec->levels[level_ + 1].name,
-                      pool.size()));
+      throw FoldPoolExhausted(fmt::format(
+          "{}: folding needs {} simulated nodes at level {} but its pool has {} free",
+          tree.path(tree_node_), classes.size(), ctx_.spec->levels[level_ + 1].name, pool.size()));
     const auto taken = std::next(pool.begin(), static_cast<long>(classes.size()));
     runners.assign(pool.begin(), taken);
     pool.erase(pool.begin(), taken);
@@ -121,24 +121,28 @@ void Node::dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& i
     for (const ChildClass& k : classes) runners.push_back(children_[k.members[0]]);
   }
 
-  MachineTree::FoldRound round;
+  Pipeline& q = *pipe_;
+  q.runners = std::move(runners);
+  q.round = MachineTree::FoldRound{};
   for (const ChildClass& k : classes) {
-    round.reps.push_back(child[k.members[0]]);
-    round.members.emplace_back();
-    for (int m : k.members) round.members.back().push_back(child[m]);
+    q.round.reps.push_back(child[k.members[0]]);
+    q.round.members.emplace_back();
+    for (int m : k.members) q.round.members.back().push_back(child[m]);
   }
-  tree.fold(round);
-  children_done_.remaining = static_cast<int64_t>(classes.size());
+  tree.fold(q.round);
+  q.children_done.remaining = static_cast<int64_t>(classes.size());
   for (size_t c = 0; c < classes.size(); ++c) {
     ChildClass& k = classes[c];
-    runners[c]->submit(Job{instrs[k.members[0]], k.plan, k.layout, round.reps[c],
-                           k.members.size(), &children_done_, ctx_.fold ? port_ : 0});
+    q.runners[c]->submit(Job{instrs[k.members[0]], k.plan, k.layout, q.round.reps[c],
+                             k.members.size(), &q.children_done, ctx_.fold ? port_ : 0});
   }
-  while (children_done_.remaining > 0) wait(children_done_.done);
-  if (ctx_.fold) {
-    ctx_.pools[level_ + 1].insert(runners.begin(), runners.end());
-  }
-  tree.unfold(round);
+}
+
+void Node::dispatch_end() {
+  Pipeline& q = *pipe_;
+  if (ctx_.fold) ctx_.pools[level_ + 1].insert(q.runners.begin(), q.runners.end());
+  q.runners.clear();
+  ctx_.tree->unfold(q.round);
 }
 
 }  // namespace fracsim::sim

@@ -2,6 +2,9 @@
 // node_dispatch.cpp share them; nothing outside Node includes this).
 #pragma once
 
+#include <array>
+#include <cstdint>
+#include <deque>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -30,17 +33,73 @@ struct Node::Piece {
   std::vector<isa::Instruction> finalize;  // the last piece: the plan's finalize work
 };
 
-// Runs a stage body forever; an exception stops the simulation and is rethrown by the machine.
-template <typename Body>
-void Node::guarded(Body&& body) {
+// What a started node needs while it runs: the queues between the stages, the sub-block
+// semaphore, and each stage's state. Made during the run (Node::start), where SystemC builds
+// unnamed events cheaply.
+struct Node::Pipeline {
+  explicit Pipeline(int depth)
+      : inbox(SIZE_MAX),
+        to_ld(depth),
+        to_ex(depth),
+        to_rd(depth),
+        to_wb(depth),
+        free_subblocks(depth) {}
+
+  StageQueue<Job> inbox;  // the root's holds the program; below it, one job at a time
+  StageQueue<Piece*> to_ld, to_ex, to_rd, to_wb;
+  int free_subblocks;  // the cyclic segment's sub-blocks, a semaphore
+  sc_core::sc_event subblock_freed;
+  std::deque<Piece*> in_flight;  // past ID, not yet written back, in order
+  sc_core::sc_event written_back;
+  Completion children_done;
+  sc_core::sc_event parked;  // never notified: a stage that failed waits on it
+
+  // Per stage: where its state machine is (step 0 takes the next piece), the piece it holds
+  // (for describe_busy too) and when it started on it.
+  struct Stage {
+    int step = 0;
+    Piece* piece = nullptr;
+    sc_core::sc_time t0;
+    // Hands the piece to the next stage and goes back to step 0; false (the next trigger set)
+    // while the next stage's queue is full.
+    bool pass_to(StageQueue<Piece*>& out) {
+      if (!out.put(piece)) return false;
+      piece = nullptr;
+      step = 0;
+      return true;
+    }
+  };
+  std::array<Stage, 5> stages;
+
+  // ID: the job being cut into pieces.
+  const isa::OpDef* op = nullptr;
+  std::shared_ptr<const isa::Instruction> instr;
+  Completion* completion = nullptr;
+  size_t next_piece = 0;
+
+  // EX of an inner node: the simulated children running this piece's classes.
+  std::vector<Node*> runners;
+  MachineTree::FoldRound round;
+
+  // WB: the finalize instruction in progress and its phase.
+  size_t finalize = 0;
+  int finalize_step = 0;
+  sc_core::sc_time finalize_t0;
+  uint64_t finalize_in = 0, finalize_out = 0;
+  std::pair<uint64_t, uint64_t> finalize_out_span{0, 0};
+};
+
+// Runs a stage step; an exception stops the simulation and is rethrown by the machine.
+template <typename Step>
+void Node::guarded(Step&& step) {
   try {
-    while (true) body();
+    step();
   } catch (...) {
     if (!ctx_.error) {
       ctx_.error = std::current_exception();
       sc_core::sc_stop();  // once: other stages may fail in the same delta
     }
-    sc_core::wait();  // park this process for good
+    sc_core::next_trigger(pipe_->parked);  // this stage never runs again
   }
 }
 
