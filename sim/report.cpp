@@ -2,9 +2,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
+#include "isa/error.h"
 #include "isa/reference.h"
 #include "sim/energy.h"
 #include "sim/units.h"
@@ -32,9 +34,8 @@ std::vector<NodeStats> level_totals(const MachineSpec& spec, const RunResult& ru
   return totals;
 }
 
-// Appends the counters to object `j`, which has none of their names yet. Appended to the
-// ordered map directly: its operator[] first searches every key, which made most of the cost of
-// the per-node entries of a large machine (5461 nodes of 17 keys at 4096 leaves).
+// Appends the counters to object `j`, which has none of their names yet (to the ordered map
+// directly: its operator[] first searches every key).
 void append_counters(nlohmann::ordered_json& j, const NodeStats& s) {
   auto& map = j.get_ref<nlohmann::ordered_json::object_t&>();
   map.reserve(map.size() + kCounterInfo.size());
@@ -46,6 +47,29 @@ nlohmann::ordered_json counters_json(const NodeStats& s) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   append_counters(j, s);
   return j;
+}
+
+// The "nodes" array of stats.json as nlohmann::json's dump(2) writes it at the top level's
+// depth, written directly: a large machine has thousands of entries (5461 at 4096 leaves), most
+// of them sharing their counters (sim/node_reports.h), whose text is made once per entry.
+std::string nodes_text(const MachineSpec& spec, const RunResult& run) {
+  const std::vector<std::string> paths = node_paths(spec);
+  std::unordered_map<const NodeReport*, std::string> counters;  // per shared entry
+  std::string out = "[";
+  for (size_t i = 0; i < run.nodes.size(); ++i) {
+    auto [it, fresh] = counters.try_emplace(&run.nodes[i]);
+    if (fresh)
+      for (size_t c = 0; c < kCounterInfo.size(); ++c)
+        it->second +=
+            fmt::format(",\n      \"{}\": {}", kCounterInfo[c].name, run.nodes[i].stats.value[c]);
+    // Node paths are level names and indices; the JSON string escapes what needs it.
+    out += i == 0 ? "\n    {\n      \"path\": " : ",\n    {\n      \"path\": ";
+    out += nlohmann::ordered_json(paths[i]).dump();
+    out += it->second;
+    out += "\n    }";
+  }
+  out += run.nodes.size() == 0 ? "]" : "\n  ]";
+  return out;
 }
 
 double ratio(double num, double den) { return den > 0 ? num / den : 0.0; }
@@ -113,9 +137,8 @@ std::vector<OutputCheck> check_outputs(const isa::Program& program, const isa::O
   return out;
 }
 
-nlohmann::ordered_json stats_json(const MachineSpec& spec, const isa::Program& program,
-                                  const RunResult& run, const std::vector<OutputCheck>& outputs,
-                                  const isa::OpTable& ops) {
+std::string stats_text(const MachineSpec& spec, const isa::Program& program, const RunResult& run,
+                       const std::vector<OutputCheck>& outputs, const isa::OpTable& ops) {
   using nlohmann::ordered_json;
   const Peak peak = peak_ops(spec);
   const std::vector<NodeStats> totals = level_totals(spec, run);
@@ -155,22 +178,24 @@ nlohmann::ordered_json stats_json(const MachineSpec& spec, const isa::Program& p
                       {"totals", counters_json(totals[l + 1])}});
   j["levels"] = levels;
   j["energy_pj"] = energy_json(spec, run_energy(spec, run, program, ops));
-  ordered_json nodes = ordered_json::array();
-  nodes.get_ref<ordered_json::array_t&>().reserve(run.nodes.size());
-  const std::vector<std::string> paths = node_paths(spec);
-  for (size_t i = 0; i < run.nodes.size(); ++i) {
-    const NodeReport& n = run.nodes[i];
-    ordered_json e = {{"path", paths[i]}};
-    append_counters(e, n.stats);
-    nodes.push_back(std::move(e));
-  }
-  j["nodes"] = nodes;
+  j["nodes"] = ordered_json::array();  // written below, in its place
   ordered_json counters;
   for (const CounterInfo& c : kCounterInfo)
     counters[std::string(c.name)] = {{"unit", c.unit}, {"description", c.description}};
   j["counters"] = counters;
   j["config"] = spec.effective;
-  return j;
+  std::string text = j.dump(2) + "\n";
+  const std::string placeholder = "\n  \"nodes\": []";
+  const size_t at = text.find(placeholder);
+  FRACSIM_ASSERT(at != std::string::npos, "stats.json without its nodes key");
+  text.replace(at, placeholder.size(), "\n  \"nodes\": " + nodes_text(spec, run));
+  return text;
+}
+
+nlohmann::ordered_json stats_json(const MachineSpec& spec, const isa::Program& program,
+                                  const RunResult& run, const std::vector<OutputCheck>& outputs,
+                                  const isa::OpTable& ops) {
+  return nlohmann::ordered_json::parse(stats_text(spec, program, run, outputs, ops));
 }
 
 std::string summary_text(const MachineSpec& spec, const isa::Program& program, const RunResult& run,

@@ -31,7 +31,12 @@ constexpr double kOutputRtol = 1e-5;
 std::vector<OutputCheck> check_outputs(const isa::Program& program, const isa::OpTable& ops,
                                        const std::vector<uint8_t>& simulated);
 
+// stats.json, as the text written to the file (two-space indents, a final newline).
 // `ops` must be the op table the program ran with (the energy of its ops is priced by dtype).
+std::string stats_text(const MachineSpec& spec, const isa::Program& program, const RunResult& run,
+                       const std::vector<OutputCheck>& outputs,
+                       const isa::OpTable& ops = isa::OpTable::builtin());
+// The same, parsed.
 nlohmann::ordered_json stats_json(const MachineSpec& spec, const isa::Program& program,
                                   const RunResult& run, const std::vector<OutputCheck>& outputs,
                                   const isa::OpTable& ops = isa::OpTable::builtin());

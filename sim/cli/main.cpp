@@ -167,8 +167,7 @@ int cmd_run(const std::vector<std::string>& args) {
   std::filesystem::create_directories(out_dir, ec);
   if (ec) throw ConfigError(fmt::format("{}: cannot create directory ({})", out_dir, ec.message()));
   const std::string stats_path = (std::filesystem::path(out_dir) / "stats.json").string();
-  cli::write_file_atomically(stats_path,
-                             sim::stats_json(spec, program, run, outputs).dump(2) + "\n");
+  cli::write_file_atomically(stats_path, sim::stats_text(spec, program, run, outputs));
 
   std::cout << sim::summary_text(spec, program, run, outputs);
   // Microseconds: a folded run of thousands of leaves takes a few milliseconds.

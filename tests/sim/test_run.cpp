@@ -70,8 +70,8 @@ TEST_CASE("timing mode reports the cycles of functional mode, node by node") {
 
 TEST_CASE("stats.json is byte-identical across runs") {
   MachineSpec spec = load_machine_spec(kRoot + "/configs/tiny.yaml");
-  std::string a = stats_json(spec, mlp(), run_on("tiny.yaml", Mode::timing), {}).dump(2);
-  std::string b = stats_json(spec, mlp(), run_on("tiny.yaml", Mode::timing), {}).dump(2);
+  std::string a = stats_text(spec, mlp(), run_on("tiny.yaml", Mode::timing), {});
+  std::string b = stats_text(spec, mlp(), run_on("tiny.yaml", Mode::timing), {});
   CHECK(a == b);
   nlohmann::json j = nlohmann::json::parse(a);
   for (const char* key :
@@ -79,4 +79,27 @@ TEST_CASE("stats.json is byte-identical across runs") {
     CHECK_MESSAGE(j.contains(key), key);
   CHECK(j["machine"]["leaves"] == 4);
   CHECK(j["levels"].size() == 3);
+}
+
+TEST_CASE("stats.json's text is nlohmann::json's own two-space dump, node entries included") {
+  // The node entries are written directly (thousands on a large machine, most sharing their
+  // counters): they must come out as the library writes them, key order and spacing included.
+  for (const char* config : {"tiny.yaml", "scale/leaves-4096.yaml"}) {
+    CAPTURE(config);
+    MachineSpec spec = load_machine_spec(kRoot + "/configs/" + config);
+    const RunResult run = run_on(config, Mode::timing);
+    const std::string text = stats_text(spec, mlp(), run, {});
+    const nlohmann::ordered_json j = nlohmann::ordered_json::parse(text);
+    CHECK(text == j.dump(2) + "\n");
+    size_t nodes = 1;
+    for (size_t l = 0; l < spec.levels.size(); ++l) nodes += spec.nodes_at(l);
+    REQUIRE(j["nodes"].size() == nodes);
+    CHECK(j["nodes"][0]["path"] == "root");
+    // Per level, the node entries add up to the level's totals (computed apart from them).
+    std::vector<uint64_t> pieces(spec.levels.size() + 1, 0);
+    for (size_t i = 0; i < nodes; ++i)
+      pieces[run.nodes[i].level + 1] += j["nodes"][i]["pieces"].get<uint64_t>();
+    for (size_t l = 0; l < pieces.size(); ++l)
+      CHECK(pieces[l] == j["levels"][l]["totals"]["pieces"].get<uint64_t>());
+  }
 }
