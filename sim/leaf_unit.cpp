@@ -1,6 +1,7 @@
 #include "sim/leaf_unit.h"
 
 #include <map>
+#include <vector>
 
 #include "isa/decompose/piece.h"
 #include "isa/error.h"
@@ -22,12 +23,29 @@ class ModelLeafUnit : public LeafUnit {
   }
 
  private:
-  // An extension op's piece takes the cycles of its primitive steps, one after another.
+  // The cycles of a piece depend on its op, attributes, dtypes and shapes only (the formulas
+  // read dims and attributes; the MAC array's shape follows the input dtype): each distinct
+  // piece is priced once. A large run's leaves run the same few piece shapes many times, and a
+  // formula's evaluation binds every dim by name.
   uint64_t cycles(const isa::OpDef& op, const isa::Instruction& instr) {
+    std::vector<int64_t> key{instr.opcode};
+    key.insert(key.end(), instr.attrs.begin(), instr.attrs.end());
+    for (const isa::TensorRef& t : instr.operands) {
+      key.push_back(static_cast<int64_t>(t.dtype));
+      key.push_back(t.rank());
+      key.insert(key.end(), t.shape.begin(), t.shape.end());
+    }
+    auto it = priced_.find(key);
+    if (it == priced_.end()) it = priced_.emplace(std::move(key), price(op, instr)).first;
+    return it->second;
+  }
+
+  // An extension op's piece takes the cycles of its primitive steps, one after another.
+  uint64_t price(const isa::OpDef& op, const isa::Instruction& instr) {
     if (op.is_extension()) {
       const isa::Expansion x = isa::expand_sequence(op, instr);
       uint64_t total = 0;
-      for (size_t s = 0; s < x.steps.size(); ++s) total += cycles(*x.step_ops[s], x.steps[s]);
+      for (size_t s = 0; s < x.steps.size(); ++s) total += price(*x.step_ops[s], x.steps[s]);
       return total;
     }
     if (op.unit == "matrix" && !instr.operands.empty()) {
@@ -42,6 +60,7 @@ class ModelLeafUnit : public LeafUnit {
  private:
   MatrixUnitSpec matrix_;
   std::map<std::string, int64_t> params_;
+  std::map<std::vector<int64_t>, uint64_t> priced_;  // piece key -> cycles
 };
 
 std::map<std::string, LeafUnitFactory>& registry() {
