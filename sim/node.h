@@ -101,8 +101,8 @@ struct RunContext {
 };
 
 // A bounded queue between two stages, read and written by SC_METHODs as an sc_fifo is by
-// threads: an item written in one delta cycle is readable from the next one, when `written()`
-// has fired; a full queue refuses a write until `read()` fires.
+// threads: an item written in one delta cycle is readable from the next one; a full queue
+// refuses a write until an item has been read.
 template <typename T>
 class StageQueue {
  public:

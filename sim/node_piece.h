@@ -54,8 +54,8 @@ struct Node::Pipeline {
   Completion children_done;
   sc_core::sc_event parked;  // never notified: a stage that failed waits on it
 
-  // Per stage: where its state machine is (step 0 takes the next piece), the piece it holds
-  // (for describe_busy too) and when it started on it.
+  // Per stage: where its state machine is (step 0 takes the next piece; at ID, the next job),
+  // the piece it holds (for describe_busy too) and when it started on it.
   struct Stage {
     int step = 0;
     Piece* piece = nullptr;
