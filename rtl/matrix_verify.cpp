@@ -245,15 +245,15 @@ void print_mismatch(std::ostream& out, const MatrixVector& v, int rows, int cols
 
 }  // namespace
 
-MatrixVerifyReport verify_matrix_unit(const MatrixUnitFactory& make_unit,
-                                      const MatrixUnitFactory& make_traced,
-                                      const MatrixVerifyOptions& options, std::ostream& out) {
+UnitVerifyReport verify_matrix_unit(const MatrixUnitFactory& make_unit,
+                                    const MatrixUnitFactory& make_traced,
+                                    const UnitVerifyOptions& options, std::ostream& out) {
   const isa::OpDef& op = isa::OpTable::builtin().get("matmul");
   MatrixBridge bridge(make_unit());
   const int R = bridge.rows(), C = bridge.cols();
   const std::map<std::string, int64_t> params{{"rows", R}, {"cols", C}};
   VectorSource source(R, C, options.seed);
-  MatrixVerifyReport rep;
+  UnitVerifyReport rep;
 
   auto check = [&](const MatrixVector& v) {
     return check_vector(
@@ -264,9 +264,7 @@ MatrixVerifyReport verify_matrix_unit(const MatrixUnitFactory& make_unit,
         make_traced, options.wave, rep, out);
   };
 
-  run_vectors(source, options.vectors, rep, check);
-  if (!options.coverage.empty())
-    rep.coverage_written = bridge.unit().write_coverage(options.coverage);
+  run_vectors(source, options, bridge.unit(), rep, check);
   return rep;
 }
 

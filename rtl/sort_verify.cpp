@@ -183,21 +183,21 @@ std::string show(const std::vector<int32_t>& xs, int64_t inner) {
 
 }  // namespace
 
-SortVerifyReport verify_sort_unit(const SortUnitFactory& make_unit,
+UnitVerifyReport verify_sort_unit(const SortUnitFactory& make_unit,
                                   const SortUnitFactory& make_traced,
-                                  const SortVerifyOptions& options, std::ostream& out) {
+                                  const UnitVerifyOptions& options, std::ostream& out) {
   const isa::OpDef& op = isa::OpTable::builtin().get("merge");
   SortBridge bridge(make_unit());
   const int W = bridge.width();
   const std::map<std::string, int64_t> params{{"width", W}};
   CaseSource source(W, options.seed);
-  SortVerifyReport rep;
+  UnitVerifyReport rep;
   auto check = [&](const MergeCase& v) {
     return check_vector(
         bridge, op, build_image(op, v), v.ready, params, read_out,
         [&](const auto& expected, const auto& seen, const std::string& what) {
-          fmt::print(out, "MISMATCH ({}) in vector '{}' on the width-{} sort unit\n", what,
-                     v.name, W);
+          fmt::print(out, "MISMATCH ({}) in vector '{}' on the width-{} sort unit\n", what, v.name,
+                     W);
           fmt::print(out, "  merge {} [{},{}] runs={}{}{}\n", isa::dtype_name(v.dtype), v.M, v.N,
                      v.runs, v.descending ? " descending" : "", v.in_place ? " in place" : "");
           fmt::print(out, "  in (rows):{}\n  expected out (reference):{}\n  seen out (RTL):{}\n",
@@ -205,9 +205,7 @@ SortVerifyReport verify_sort_unit(const SortUnitFactory& make_unit,
         },
         make_traced, options.wave, rep, out);
   };
-  run_vectors(source, options.vectors, rep, check);
-  if (!options.coverage.empty())
-    rep.coverage_written = bridge.unit().write_coverage(options.coverage);
+  run_vectors(source, options, bridge.unit(), rep, check);
   return rep;
 }
 

@@ -12,17 +12,8 @@
 
 namespace fracsim::rtl {
 
-struct SortVerifyOptions {
-  int64_t vectors = 1000;
-  uint64_t seed = 1;
-  std::string wave;      // when set, a VCD of the first failing vector
-  std::string coverage;  // when set, the unit's coverage counts are written here at the end
-};
-
-using SortVerifyReport = UnitVerifyReport;
-
-SortVerifyReport verify_sort_unit(const SortUnitFactory& make_unit,
+UnitVerifyReport verify_sort_unit(const SortUnitFactory& make_unit,
                                   const SortUnitFactory& make_traced,
-                                  const SortVerifyOptions& options, std::ostream& out);
+                                  const UnitVerifyOptions& options, std::ostream& out);
 
 }  // namespace fracsim::rtl

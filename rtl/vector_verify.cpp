@@ -339,14 +339,14 @@ void print_mismatch(std::ostream& out, const VecCase& v, int lanes,
 
 }  // namespace
 
-VectorVerifyReport verify_vector_unit(const VectorUnitFactory& make_unit,
-                                      const VectorUnitFactory& make_traced,
-                                      const VectorVerifyOptions& options, std::ostream& out) {
+UnitVerifyReport verify_vector_unit(const VectorUnitFactory& make_unit,
+                                    const VectorUnitFactory& make_traced,
+                                    const UnitVerifyOptions& options, std::ostream& out) {
   VectorBridge bridge(make_unit());
   const int L = bridge.lanes();
   const std::map<std::string, int64_t> params{{"lanes", L}};
   CaseSource source(L, options.seed);
-  VectorVerifyReport rep;
+  UnitVerifyReport rep;
 
   auto check = [&](const VecCase& v) {
     const isa::OpDef& op = isa::OpTable::builtin().get(v.op);
@@ -360,9 +360,7 @@ VectorVerifyReport verify_vector_unit(const VectorUnitFactory& make_unit,
         make_traced, options.wave, rep, out);
   };
 
-  run_vectors(source, options.vectors, rep, check);
-  if (!options.coverage.empty())
-    rep.coverage_written = bridge.unit().write_coverage(options.coverage);
+  run_vectors(source, options, bridge.unit(), rep, check);
   return rep;
 }
 

@@ -14,20 +14,11 @@
 
 namespace fracsim::rtl {
 
-struct VectorVerifyOptions {
-  int64_t vectors = 1000;  // random vectors, after the directed set
-  uint64_t seed = 1;
-  std::string wave;      // when set, a VCD of the first failing vector is written here
-  std::string coverage;  // when set, the unit's coverage counts are written here at the end
-};
-
-using VectorVerifyReport = UnitVerifyReport;
-
 // Runs the vectors on one unit made by `make_unit` (reset before each vector). On the first
 // mismatch prints the vector's inputs, the expected and the seen values, reruns it on a unit
 // made by `make_traced` (may be empty: no wave) writing options.wave, and returns passed = false.
-VectorVerifyReport verify_vector_unit(const VectorUnitFactory& make_unit,
-                                      const VectorUnitFactory& make_traced,
-                                      const VectorVerifyOptions& options, std::ostream& out);
+UnitVerifyReport verify_vector_unit(const VectorUnitFactory& make_unit,
+                                    const VectorUnitFactory& make_traced,
+                                    const UnitVerifyOptions& options, std::ostream& out);
 
 }  // namespace fracsim::rtl

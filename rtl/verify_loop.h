@@ -15,9 +15,18 @@
 
 #include "isa/op_def.h"
 #include "isa/reference.h"
+#include "rtl/unit_port.h"
 #include "sim/leaf_unit.h"
 
 namespace fracsim::rtl {
+
+// What `fracsim verify` runs on a unit (matrix, vector or sort).
+struct UnitVerifyOptions {
+  int64_t vectors = 1000;  // random vectors, after the directed set
+  uint64_t seed = 1;
+  std::string wave;      // when set, a VCD of the first failing vector is written here
+  std::string coverage;  // when set, the unit's coverage counts are written here at the end
+};
 
 struct UnitVerifyReport {
   bool passed = true;
@@ -31,18 +40,23 @@ struct UnitVerifyReport {
   bool coverage_written = false;  // the unit's coverage counts were written
 };
 
-// Runs `source`'s directed vectors, then `count` random ones, through `check` (true: it
-// passed) and stops at the first that fails.
+// Runs `source`'s directed vectors, then options.vectors random ones, through `check` (true:
+// it passed), stopping at the first that fails; then, with options.coverage, writes `unit`'s
+// coverage counts there.
 template <typename Source, typename Check>
-void run_vectors(Source& source, int64_t count, UnitVerifyReport& rep, Check&& check) {
-  for (const auto& v : source.directed()) {
-    ++rep.directed;
-    if (!check(v)) return;
-  }
-  for (int64_t i = 0; i < count; ++i) {
-    ++rep.random;
-    if (!check(source.random(i))) return;
-  }
+void run_vectors(Source& source, const UnitVerifyOptions& options, UnitPort& unit,
+                 UnitVerifyReport& rep, Check&& check) {
+  [&] {
+    for (const auto& v : source.directed()) {
+      ++rep.directed;
+      if (!check(v)) return;
+    }
+    for (int64_t i = 0; i < options.vectors; ++i) {
+      ++rep.random;
+      if (!check(source.random(i))) return;
+    }
+  }();
+  if (!options.coverage.empty()) rep.coverage_written = unit.write_coverage(options.coverage);
 }
 
 // Runs `run` (a bridge run returning .cycles and .stall_cycles) and adds its host time and

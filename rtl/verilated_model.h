@@ -84,4 +84,43 @@ class VerilatedModel {
   uint64_t time_ = 0;
 };
 
+namespace pins {
+
+// Packs `lanes` 16-bit lanes into a Verilated port (an integer up to 64 bits, or a VlWide).
+template <typename Port>
+void put_lanes16(Port& port, const int16_t* v, int lanes) {
+  if constexpr (std::is_integral_v<Port>) {
+    uint64_t x = 0;
+    for (int i = 0; i < lanes; ++i)
+      x |= static_cast<uint64_t>(static_cast<uint16_t>(v[i])) << (16 * i);
+    port = static_cast<Port>(x);
+  } else {
+    for (int i = 0; i < lanes; i += 2) {
+      uint32_t w = static_cast<uint16_t>(v[i]);
+      if (i + 1 < lanes) w |= static_cast<uint32_t>(static_cast<uint16_t>(v[i + 1])) << 16;
+      port[i / 2] = w;
+    }
+  }
+}
+
+// Copies `lanes` 32-bit lanes from a Verilated unpacked array port (VlUnpacked<IData, N>).
+template <typename Port>
+void get_lanes32(const Port& port, int32_t* out, int lanes) {
+  for (int i = 0; i < lanes; ++i) out[i] = static_cast<int32_t>(port[static_cast<size_t>(i)]);
+}
+
+}  // namespace pins
+
+// A unit port (MatrixUnitPort, VectorUnitPort or SortUnitPort) backed by one Verilated model:
+// the port's waveform and coverage are the model's.
+template <typename Port, typename V, bool Traced, bool Covered>
+class VerilatedPort : public Port {
+ public:
+  bool trace_to(const std::string& path) override { return top_.trace_to(path); }
+  bool write_coverage(const std::string& path) override { return top_.write_coverage(path); }
+
+ protected:
+  VerilatedModel<V, Traced, Covered> top_;
+};
+
 }  // namespace fracsim::rtl

@@ -13,7 +13,9 @@
 namespace fracsim::rtl {
 
 template <typename V, bool Traced = false, bool Covered = false>
-class VerilatedSortUnit : public SortUnitPort {
+class VerilatedSortUnit : public VerilatedPort<SortUnitPort, V, Traced, Covered> {
+  using VerilatedPort<SortUnitPort, V, Traced, Covered>::top_;
+
  public:
   explicit VerilatedSortUnit(int width) : width_(width) {}
   [[nodiscard]] int width() const override { return width_; }
@@ -35,19 +37,12 @@ class VerilatedSortUnit : public SortUnitPort {
     top_.eval();
     SortUnitOutputs o{top_->in_ready != 0, top_->out_valid != 0,
                       static_cast<int>(top_->out_take_a)};
-    if (o.out_valid && in.out_ready)
-      for (int l = 0; l < width_; ++l)
-        result[l] = static_cast<int32_t>(top_->out_data[static_cast<size_t>(l)]);
+    if (o.out_valid && in.out_ready) pins::get_lanes32(top_->out_data, result, width_);
     return o;
   }
 
-  bool trace_to(const std::string& path) override { return top_.trace_to(path); }
-
-  bool write_coverage(const std::string& path) override { return top_.write_coverage(path); }
-
  private:
   int width_;
-  VerilatedModel<V, Traced, Covered> top_;
 };
 
 }  // namespace fracsim::rtl

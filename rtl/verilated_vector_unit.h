@@ -7,13 +7,15 @@
 #include <string>
 #include <type_traits>
 
-#include "rtl/verilated_model.h"
 #include "rtl/vector_unit_port.h"
+#include "rtl/verilated_model.h"
 
 namespace fracsim::rtl {
 
 template <typename V, bool Traced = false, bool Covered = false>
-class VerilatedVectorUnit : public VectorUnitPort {
+class VerilatedVectorUnit : public VerilatedPort<VectorUnitPort, V, Traced, Covered> {
+  using VerilatedPort<VectorUnitPort, V, Traced, Covered>::top_;
+
  public:
   explicit VerilatedVectorUnit(int lanes) : lanes_(lanes) {}
   [[nodiscard]] int lanes() const override { return lanes_; }
@@ -36,25 +38,16 @@ class VerilatedVectorUnit : public VectorUnitPort {
       top_->in_a[i] = in.a ? static_cast<uint32_t>(in.a[l]) : 0u;
       top_->in_b[i] = in.b ? static_cast<uint32_t>(in.b[l]) : 0u;
     }
-    eval();
+    top_.eval();
     VectorUnitOutputs o{top_->in_ready != 0, top_->out_valid != 0};
-    if (o.out_valid && in.out_ready)
-      for (int l = 0; l < lanes_; ++l)
-        result[l] = static_cast<int32_t>(top_->out_data[static_cast<size_t>(l)]);
+    if (o.out_valid && in.out_ready) pins::get_lanes32(top_->out_data, result, lanes_);
     top_->clk = 1;
-    eval();
+    top_.eval();
     return o;
   }
 
-  bool trace_to(const std::string& path) override { return top_.trace_to(path); }
-
-  bool write_coverage(const std::string& path) override { return top_.write_coverage(path); }
-
  private:
-  void eval() { top_.eval(); }
-
   int lanes_;
-  VerilatedModel<V, Traced, Covered> top_;
 };
 
 }  // namespace fracsim::rtl

@@ -127,14 +127,14 @@ int cmd_verify(const std::vector<std::string>& args) {
   if (!coverage_out.empty() && !coverage)
     throw ConfigError("fracsim verify: --coverage-out needs --coverage");
 
+  rtl::UnitVerifyOptions o;
+  o.vectors = vectors;
+  o.seed = seed;
+  o.wave = wave;
   std::vector<UnitRun> runs;
   std::string covered;  // the label of the unit size with a coverage build, "" for none
   std::string header;
   if (unit == "matrix") {
-    rtl::MatrixVerifyOptions o;
-    o.vectors = vectors;
-    o.seed = seed;
-    o.wave = wave;
     covered = rtl::covered_matrix_size();
     const std::vector<std::string> sizes =
         coverage && size.empty() && !covered.empty()
@@ -157,10 +157,6 @@ int cmd_verify(const std::vector<std::string>& args) {
     header = fmt::format("fracsim verify: matrix unit, seed {}, {} random vectors per size\n", seed,
                          vectors);
   } else if (unit == "vector") {
-    rtl::VectorVerifyOptions o;
-    o.vectors = vectors;
-    o.seed = seed;
-    o.wave = wave;
     const int cov = rtl::covered_vector_lanes();
     covered = cov ? fmt::format("{:>2} lanes", cov) : "";
     const std::vector<int> all = coverage && lanes == 0 && cov
@@ -180,10 +176,6 @@ int cmd_verify(const std::vector<std::string>& args) {
     header = fmt::format("fracsim verify: vector unit, seed {}, {} random vectors per lane count\n",
                          seed, vectors);
   } else {
-    rtl::SortVerifyOptions o;
-    o.vectors = vectors;
-    o.seed = seed;
-    o.wave = wave;
     const int cov = rtl::covered_sort_width();
     covered = cov ? fmt::format("width {}", cov) : "";
     const std::vector<int> all = coverage && width == 0 && cov

@@ -151,11 +151,11 @@ TEST_CASE("the bridge resets the unit between jobs") {
 }
 
 TEST_CASE("the checker passes the unit and reports a wrong one") {
-  rtl::MatrixVerifyOptions o;
+  rtl::UnitVerifyOptions o;
   o.vectors = 200;
   o.seed = 3;
   std::ostringstream good_log;
-  const rtl::MatrixVerifyReport good =
+  const rtl::UnitVerifyReport good =
       rtl::verify_matrix_unit([] { return rtl::make_matrix_unit(4, 4); }, {}, o, good_log);
   CHECK(good.passed);
   CHECK(good.random == 200);
@@ -170,7 +170,7 @@ TEST_CASE("the checker passes the unit and reports a wrong one") {
   std::filesystem::remove(wave);
   o.wave = wave.string();
   std::ostringstream bad_log;
-  const rtl::MatrixVerifyReport bad =
+  const rtl::UnitVerifyReport bad =
       rtl::verify_matrix_unit(rtl::make_buggy_matrix_unit, rtl::make_buggy_matrix_unit, o, bad_log);
   CHECK_FALSE(bad.passed);
   CHECK(bad.directed == 2);

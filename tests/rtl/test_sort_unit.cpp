@@ -66,10 +66,10 @@ TEST_CASE("verify passes 1,000 random merges on every width") {
   for (int width : rtl::built_sort_widths()) {
     CAPTURE(width);
     std::ostringstream out;
-    rtl::SortVerifyOptions o;
+    rtl::UnitVerifyOptions o;
     o.vectors = 1000;
     o.seed = 5;
-    const rtl::SortVerifyReport r =
+    const rtl::UnitVerifyReport r =
         rtl::verify_sort_unit([width] { return rtl::make_sort_unit(width); }, {}, o, out);
     INFO(out.str());
     CHECK(r.passed);
@@ -83,9 +83,9 @@ TEST_CASE("the checker catches a wrong sort unit and draws the failing vector") 
   const auto wave = std::filesystem::temp_directory_path() / "fracsim-sort-bug.vcd";
   std::filesystem::remove(wave);
   std::ostringstream out;
-  rtl::SortVerifyOptions o;
+  rtl::UnitVerifyOptions o;
   o.wave = wave.string();
-  const rtl::SortVerifyReport r =
+  const rtl::UnitVerifyReport r =
       rtl::verify_sort_unit(rtl::make_buggy_sort_unit, rtl::make_buggy_sort_unit, o, out);
   const std::string s = out.str();
   INFO(s);

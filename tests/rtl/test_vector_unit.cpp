@@ -95,10 +95,10 @@ TEST_CASE("verify passes 1,000 random vectors on every lane count") {
   for (int lanes : rtl::built_vector_lanes()) {
     CAPTURE(lanes);
     std::ostringstream out;
-    rtl::VectorVerifyOptions o;
+    rtl::UnitVerifyOptions o;
     o.vectors = 1000;
     o.seed = 7;
-    const rtl::VectorVerifyReport r =
+    const rtl::UnitVerifyReport r =
         rtl::verify_vector_unit([lanes] { return rtl::make_vector_unit(lanes); }, {}, o, out);
     INFO(out.str());
     CHECK(r.passed);
@@ -113,10 +113,10 @@ TEST_CASE("the checker catches a wrong vector unit and draws the failing vector"
   const auto wave = std::filesystem::temp_directory_path() / "fracsim-vector-bug.vcd";
   std::filesystem::remove(wave);
   std::ostringstream out;
-  rtl::VectorVerifyOptions o;
+  rtl::UnitVerifyOptions o;
   o.vectors = 1000;
   o.wave = wave.string();
-  const rtl::VectorVerifyReport r =
+  const rtl::UnitVerifyReport r =
       rtl::verify_vector_unit(rtl::make_buggy_vector_unit, rtl::make_buggy_vector_unit, o, out);
   const std::string s = out.str();
   INFO(s);
