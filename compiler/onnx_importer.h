@@ -107,6 +107,8 @@ class OnnxImporter {
   // `spatial_dims` spatial dims.
   std::vector<int64_t> spatial_ints(const Node& n, const NodeAttrs& a, const std::string& name,
                                     size_t count, int64_t fallback, size_t spatial_dims) const;
+  // Conv and ConvTranspose: appends the optional bias (input 2, shape [filters]) to `inputs`.
+  void add_bias(const Node& n, int64_t filters, std::vector<std::string>& inputs);
 
   const onnx::ModelProto& model_;
   std::string file_;

@@ -24,13 +24,22 @@ int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
 std::vector<int64_t> OnnxImporter::spatial_ints(const Node& n, const NodeAttrs& a,
-                                               const std::string& name, size_t count,
-                                               int64_t fallback, size_t spatial_dims) const {
+                                                const std::string& name, size_t count,
+                                                int64_t fallback, size_t spatial_dims) const {
   std::vector<int64_t> v = a.get_ints(name).value_or(std::vector<int64_t>(count, fallback));
   if (v.size() != count)
     throw error(n, fmt::format("attribute '{}' has {} values; the input has {} spatial dims", name,
                                v.size(), spatial_dims));
   return v;
+}
+
+void OnnxImporter::add_bias(const Node& n, int64_t filters, std::vector<std::string>& inputs) {
+  if (!has_input(n, 2)) return;
+  const TensorDesc b = data(n, 2);
+  if (b.shape != Shape{filters})
+    throw error(n, fmt::format("the bias '{}' {} must have the shape [{}]", b.name,
+                               isa::shape_str(b.shape), filters));
+  inputs.push_back(b.name);
 }
 
 OnnxImporter::Window OnnxImporter::window(const Node& n, const NodeAttrs& a, const Shape& spatial,
@@ -120,13 +129,7 @@ void OnnxImporter::import_conv(const Node& n) {
         n, fmt::format("attribute 'kernel_shape' = {} differs from the weight's {}", *ks, kernel));
   const Window win = window(n, a, Shape(x.shape.begin() + 2, x.shape.end()), kernel, false);
   std::vector<std::string> inputs = {x.name, wt.name};
-  if (has_input(n, 2)) {
-    const TensorDesc b = data(n, 2);
-    if (b.shape != Shape{f})
-      throw error(n, fmt::format("the bias '{}' {} must have the shape [{}]", b.name,
-                                 isa::shape_str(b.shape), f));
-    inputs.push_back(b.name);
-  }
+  add_bias(n, f, inputs);
   Shape out = {x.shape[0], f};
   out.insert(out.end(), win.out.begin(), win.out.end());
   Layer& l = add_layer(n, LayerKind::conv2d, inputs, DType::f32, out);
@@ -327,13 +330,7 @@ void OnnxImporter::import_conv_transpose(const Node& n) {
   conv.set_input(0, spread);
   conv.set_input(1, flipped.name());
   inputs.push_back(data(conv, 1).name);
-  if (has_input(n, 2)) {
-    const TensorDesc b = data(n, 2);
-    if (b.shape != Shape{f})
-      throw error(n, fmt::format("the bias '{}' {} must have the shape [{}]", b.name,
-                                 isa::shape_str(b.shape), f));
-    inputs.push_back(b.name);
-  }
+  add_bias(n, f, inputs);
   Layer& l = add_layer(n, LayerKind::conv2d, inputs, DType::f32, out);
   l.filters = f;
   l.groups = g;

@@ -21,6 +21,12 @@ T load(const isa::MemoryView& mem, const isa::TensorRef& t, int64_t off) {
 
 // Stores the job's results into the instruction's out (i32): `each(put)` calls put(element
 // offset, value) once per element; under `accumulate` the old value is added, wrapping.
+// An i8 or i16 operand element, as the 16-bit lane the unit takes.
+int16_t lane_of(const isa::MemoryView& mem, const isa::TensorRef& t, int64_t off) {
+  return t.dtype == isa::DType::i8 ? int16_t{load<int8_t>(mem, t, off)}
+                                   : load<int16_t>(mem, t, off);
+}
+
 template <typename Each>
 void store_out(const isa::OpDef& op, const isa::Instruction& instr, isa::MemoryView& mem,
                Each&& each) {
@@ -192,18 +198,14 @@ MatmulResult MatrixBridge::run_instruction(const isa::OpDef& op, const isa::Inst
   std::vector<int16_t> av(static_cast<size_t>(job.B * job.M * job.K), 0);
   std::vector<int16_t> bv(static_cast<size_t>(job.B * job.K * job.N), 0);
   if (mem) {
-    auto elem = [&](const isa::TensorRef& t, int64_t off) -> int16_t {
-      return dt == isa::DType::i8 ? int16_t{load<int8_t>(*mem, t, off)}
-                                  : load<int16_t>(*mem, t, off);
-    };
     for (int64_t bb = 0; bb < job.B; ++bb)
       for (int64_t k = 0; k < job.K; ++k) {
         for (int64_t m = 0; m < job.M; ++m)
           av[static_cast<size_t>((bb * job.M + m) * job.K + k)] =
-              elem(a, bb * a.strides[0] + m * a.strides[1] + k * a.strides[2]);
+              lane_of(*mem, a, bb * a.strides[0] + m * a.strides[1] + k * a.strides[2]);
         for (int64_t n = 0; n < job.N; ++n)
           bv[static_cast<size_t>((bb * job.K + k) * job.N + n)] =
-              elem(b, bb * b.strides[0] + k * b.strides[1] + n * b.strides[2]);
+              lane_of(*mem, b, bb * b.strides[0] + k * b.strides[1] + n * b.strides[2]);
       }
   }
   job.a = av.data();
@@ -257,10 +259,6 @@ MatmulResult MatrixBridge::run_conv_instruction(const isa::OpDef& op, const isa:
     }
   };
   if (mem && job.B * job.M * job.K * job.N != 0) {
-    auto elem = [&](const isa::TensorRef& t, int64_t off) -> int16_t {
-      return dt == isa::DType::i8 ? int16_t{load<int8_t>(*mem, t, off)}
-                                  : load<int16_t>(*mem, t, off);
-    };
     int64_t o[3], k[3];
     for (int64_t g = 0; g < G; ++g) {
       // a: row (n, pixel), column (ci, tap): the input element the tap reads, 0 in the padding.
@@ -279,7 +277,8 @@ MatmulResult MatrixBridge::run_conv_instruction(const isa::OpDef& op, const isa:
             }
             if (!inside) continue;
             for (int64_t ci = 0; ci < Ci; ++ci)
-              av[static_cast<size_t>(row + ci * taps + t)] = elem(x, off + ci * x.strides[2]);
+              av[static_cast<size_t>(row + ci * taps + t)] =
+                  lane_of(*mem, x, off + ci * x.strides[2]);
           }
         }
       // b: row (ci, tap), column co: the weight.
@@ -290,7 +289,7 @@ MatmulResult MatrixBridge::run_conv_instruction(const isa::OpDef& op, const isa:
           for (size_t a = 0; a < n_axes; ++a) off += k[a] * axes[a].w_stride;
           for (int64_t co = 0; co < Co; ++co)
             bv[static_cast<size_t>((g * job.K + ci * taps + t) * job.N + co)] =
-                elem(w, off + co * w.strides[1]);
+                lane_of(*mem, w, off + co * w.strides[1]);
         }
     }
   }

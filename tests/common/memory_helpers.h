@@ -19,4 +19,16 @@ std::vector<T> get(const std::vector<uint8_t>& mem, uint64_t addr, size_t n) {
   return v;
 }
 
+// An f32's bits, and the f32 of given bits (+0/-0 and NaN payloads are compared as bits).
+inline uint32_t bits_of(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
+}
+inline float float_of(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, sizeof f);
+  return f;
+}
+
 }  // namespace fracsim::testing

@@ -10,8 +10,8 @@
 #include "isa/decompose/execute.h"
 #include "isa/error.h"
 #include "isa/reference.h"
-#include "tests/common/memory_helpers.h"
 #include "tests/common/instruction_helpers.h"
+#include "tests/common/memory_helpers.h"
 
 using namespace fracsim;
 using namespace fracsim::isa;
@@ -22,19 +22,10 @@ using fracsim::testing::instruction;
 using fracsim::testing::run_reference;
 const OpTable& ops() { return OpTable::builtin(); }
 
+using fracsim::testing::bits_of;
+using fracsim::testing::float_of;
 using fracsim::testing::get;
 using fracsim::testing::put;
-uint32_t bits_of(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, sizeof b);
-  return b;
-}
-float float_of(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, sizeof f);
-  return f;
-}
-
 
 // reduce's attributes in declaration order (pinned by the first test): fn, divisor, accumulate.
 enum Fn : int64_t { kSum, kMean, kMax, kMin };
@@ -46,9 +37,10 @@ std::vector<int64_t> red(Fn fn, int64_t accumulate = 0, int64_t divisor = 1) {
 // out[rows,1,1] at 256.
 Instruction row_reduce(DType in_t, DType out_t, int64_t rows, int64_t n,
                        std::vector<int64_t> attrs) {
-  return instruction("reduce",
-              {make_tensor(0, in_t, {rows, 1, 1, n, 1, 1}), make_tensor(256, out_t, {rows, 1, 1})},
-              std::move(attrs));
+  return instruction(
+      "reduce",
+      {make_tensor(0, in_t, {rows, 1, 1, n, 1, 1}), make_tensor(256, out_t, {rows, 1, 1})},
+      std::move(attrs));
 }
 }  // namespace
 
@@ -264,9 +256,9 @@ TEST_CASE("distance by hand") {
     put<float>(mem, 64, {3, 4, 1, 0});
     Instruction in =
         instruction("distance",
-             {make_tensor(0, DType::f32, {1, 2, 2}), make_tensor(64, DType::f32, {1, 2, 2}),
-              make_tensor(128, DType::f32, {1, 2, 2})},
-             {0});
+                    {make_tensor(0, DType::f32, {1, 2, 2}), make_tensor(64, DType::f32, {1, 2, 2}),
+                     make_tensor(128, DType::f32, {1, 2, 2})},
+                    {0});
     run_reference(in, mem);
     CHECK(get<float>(mem, 128, 4) == std::vector<float>{25, 1, 8, 4});
     in.attrs = {1};
@@ -277,10 +269,11 @@ TEST_CASE("distance by hand") {
     const float x = 0.1f, y = 0.3f, d = x - y;
     put<float>(mem, 0, {x});
     put<float>(mem, 64, {y});
-    run_reference(instruction("distance",
-             {make_tensor(0, DType::f32, {1, 1, 1}), make_tensor(64, DType::f32, {1, 1, 1}),
-              make_tensor(128, DType::f32, {1, 1, 1})},
-             {0}),
+    run_reference(
+        instruction("distance",
+                    {make_tensor(0, DType::f32, {1, 1, 1}), make_tensor(64, DType::f32, {1, 1, 1}),
+                     make_tensor(128, DType::f32, {1, 1, 1})},
+                    {0}),
         mem);
     CHECK(bits_of(get<float>(mem, 128, 1)[0]) == bits_of(0.0f + d * d));
   }
@@ -291,19 +284,21 @@ TEST_CASE("distance by hand") {
     TensorRef b = make_tensor(64, DType::i8, {2, 1, 2});
     b.strides[0] = 0;
     run_reference(instruction("distance",
-             {make_tensor(0, DType::i8, {2, 1, 2}), b, make_tensor(128, DType::i32, {2, 1, 1})},
-             {0}),
-        mem);
+                              {make_tensor(0, DType::i8, {2, 1, 2}), b,
+                               make_tensor(128, DType::i32, {2, 1, 1})},
+                              {0}),
+                  mem);
     // 255^2 + 255^2 = 130050; 126^2 + 127^2 = 15876 + 16129 = 32005.
     CHECK(get<int32_t>(mem, 128, 2) == std::vector<int32_t>{130050, 32005});
   }
   SUBCASE("i16: a square past 2^31 wraps around in i32") {
     put<int16_t>(mem, 0, {-32768});
     put<int16_t>(mem, 64, {32767});
-    run_reference(instruction("distance",
-             {make_tensor(0, DType::i16, {1, 1, 1}), make_tensor(64, DType::i16, {1, 1, 1}),
-              make_tensor(128, DType::i32, {1, 1, 1})},
-             {0}),
+    run_reference(
+        instruction("distance",
+                    {make_tensor(0, DType::i16, {1, 1, 1}), make_tensor(64, DType::i16, {1, 1, 1}),
+                     make_tensor(128, DType::i32, {1, 1, 1})},
+                    {0}),
         mem);
     // 65535^2 = 4294836225 = 2^32 - 131071.
     CHECK(get<int32_t>(mem, 128, 1)[0] == -131071);

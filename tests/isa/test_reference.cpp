@@ -7,16 +7,16 @@
 #include <limits>
 
 #include "isa/reference.h"
-#include "tests/common/memory_helpers.h"
 #include "tests/common/instruction_helpers.h"
+#include "tests/common/memory_helpers.h"
 
 using namespace fracsim::isa;
 
 namespace {
 
-using fracsim::testing::rank6;
 using fracsim::testing::get;
 using fracsim::testing::put;
+using fracsim::testing::rank6;
 const OpTable& ops() { return OpTable::builtin(); }
 
 // A contiguous tensor seen at rank 6 (eltwise, activation): `shape` is the trailing dims, the
@@ -42,11 +42,7 @@ std::vector<int64_t> act(ActFn fn, double alpha = 0.01, int64_t frac_bits = 0) {
   return {fn, real_to_attr(alpha), frac_bits};
 }
 
-uint32_t bits_of(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, sizeof b);
-  return b;
-}
+using fracsim::testing::bits_of;
 }  // namespace
 
 TEST_CASE("the attribute layout the hand cases below rely on") {

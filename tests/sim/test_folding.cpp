@@ -23,6 +23,13 @@ const isa::Program& mlp() {
   return p;
 }
 
+// The timing run of `p` on `spec` with every node simulated.
+RunResult unfolded(const MachineSpec& spec, const isa::Program& p) {
+  SimOptions no_fold;
+  no_fold.fold = false;
+  return simulate(spec, isa::OpTable::builtin(), p, Mode::timing, no_fold);
+}
+
 void check_same(const RunResult& folded, const RunResult& unfolded) {
   CHECK(folded.folded);
   CHECK(!unfolded.folded);
@@ -43,10 +50,8 @@ TEST_CASE("folded and unfolded timing runs of the MLP agree on every scale machi
     CAPTURE(leaves);
     const MachineSpec spec =
         load_machine_spec(fmt::format("{}/configs/scale/leaves-{}.yaml", kRoot, leaves));
-    SimOptions fold, no_fold;
-    no_fold.fold = false;
-    const RunResult f = simulate(spec, isa::OpTable::builtin(), mlp(), Mode::timing, fold);
-    const RunResult u = simulate(spec, isa::OpTable::builtin(), mlp(), Mode::timing, no_fold);
+    const RunResult f = simulate(spec, isa::OpTable::builtin(), mlp(), Mode::timing);
+    const RunResult u = unfolded(spec, mlp());
     CHECK(static_cast<int64_t>(u.nodes.size()) == [&] {
       int64_t n = 1;
       for (size_t l = 0; l < spec.levels.size(); ++l) n += spec.nodes_at(l);
@@ -70,11 +75,9 @@ TEST_CASE("a pool too small for the classes at once is grown, with the same resu
   const MachineSpec spec = load_machine_spec(kRoot + "/configs/scale/leaves-0064.yaml");
   const isa::Program resnet = compiler::compile(
       compiler::load_workload(kRoot + "/workloads/resnet50-small.yaml"), isa::OpTable::builtin());
-  SimOptions no_fold;
-  no_fold.fold = false;
   const RunResult folded = simulate(spec, isa::OpTable::builtin(), resnet, Mode::timing);
   CHECK(folded.pools_outgrown);
-  check_same(folded, simulate(spec, isa::OpTable::builtin(), resnet, Mode::timing, no_fold));
+  check_same(folded, unfolded(spec, resnet));
   CHECK(!simulate(spec, isa::OpTable::builtin(), mlp(), Mode::timing).pools_outgrown);
 }
 
@@ -139,10 +142,8 @@ levels:
 )";
   const MachineSpec spec = parse_machine_spec(yaml, "w.yaml");
   const isa::Program p = shared_weights();
-  SimOptions no_fold;
-  no_fold.fold = false;
   const RunResult f = simulate(spec, isa::OpTable::builtin(), p, Mode::timing);
-  const RunResult u = simulate(spec, isa::OpTable::builtin(), p, Mode::timing, no_fold);
+  const RunResult u = unfolded(spec, p);
   check_same(f, u);
   uint64_t hits = 0;
   for (const NodeReport& n : u.nodes) hits += n.stats[Counter::static_hits];
@@ -164,10 +165,8 @@ TEST_CASE("folding agrees on a sort whose runs are merged at every level") {
   p.instructions.push_back(isa::Instruction{sort.opcode, {x, y}, {1}});
   p.footprint = 128 << 20;
   const MachineSpec spec = load_machine_spec(kRoot + "/configs/scale/leaves-0064.yaml");
-  SimOptions no_fold;
-  no_fold.fold = false;
   const RunResult f = simulate(spec, isa::OpTable::builtin(), p, Mode::timing);
-  const RunResult u = simulate(spec, isa::OpTable::builtin(), p, Mode::timing, no_fold);
+  const RunResult u = unfolded(spec, p);
   check_same(f, u);
   uint64_t lfu = 0;
   for (const NodeReport& n : u.nodes) lfu += n.stats[Counter::lfu_elements];
