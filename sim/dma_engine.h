@@ -54,7 +54,7 @@ class DmaEngine : public sc_core::sc_module {
   enum class Step { idle, start, data, end, round };
   struct Batch {
     Step step = Step::idle;
-    uint64_t bytes = 0, t_data = 0, cycles = 0, round_ps = 0;
+    uint64_t bytes = 0, t_data = 0, cycles = 0;
     TransferExtension ext;
     tlm::tlm_generic_payload gp;
     unsigned char unused = 0;
