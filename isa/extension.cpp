@@ -358,4 +358,31 @@ void execute_extension(const OpDef& op, const Instruction& instr, MemoryView mem
       copy_tensor(x.operands[o], am, instr.operands[o], mem);
 }
 
+namespace {
+
+void add_unit_work(const OpDef& op, const Instruction& instr, std::vector<UnitWork>& out) {
+  if (op.is_extension()) {
+    const Expansion x = expand_sequence(op, instr);
+    for (size_t s = 0; s < x.steps.size(); ++s) add_unit_work(*x.step_ops[s], x.steps[s], out);
+    return;
+  }
+  FRACSIM_ASSERT(op.unit.has_value(), "op {} has no unit", op.name);
+  const DType dtype = instr.operands.empty() ? DType::f32 : instr.operands[0].dtype;
+  const int64_t ops = instruction_work(op, instr);
+  for (UnitWork& w : out)
+    if (w.unit == *op.unit && w.dtype == dtype) {
+      w.ops += ops;
+      return;
+    }
+  out.push_back({*op.unit, dtype, ops});
+}
+
+}  // namespace
+
+std::vector<UnitWork> unit_work(const OpDef& op, const Instruction& instr) {
+  std::vector<UnitWork> out;
+  add_unit_work(op, instr, out);
+  return out;
+}
+
 }  // namespace fracsim::isa

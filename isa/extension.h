@@ -37,6 +37,17 @@ Expansion expand_sequence(const OpDef& op, const Instruction& instr);
 // Bytes of the temporaries of one piece (local memory the piece needs beyond its operands).
 uint64_t temporaries_bytes(const OpDef& op, const Instruction& instr);
 
+// The work of one instruction as the leaf's units do it, by unit and dtype (one entry per pair,
+// in order of first use): a built-in op's work formula on its unit, in its first operand's
+// dtype; an extension op's primitive steps, each on its own unit (the extension's own `work`
+// formula describes the op, not what the units do).
+struct UnitWork {
+  UnitKind unit = UnitKind::vector;
+  DType dtype = DType::f32;
+  int64_t ops = 0;
+};
+std::vector<UnitWork> unit_work(const OpDef& op, const Instruction& instr);
+
 // Runs the sequence on `instr`, whose operands lie in `mem`.
 void execute_extension(const OpDef& op, const Instruction& instr, MemoryView mem);
 

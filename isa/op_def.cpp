@@ -78,14 +78,6 @@ std::string OpDef::combine_fn(const DimDef& d, const std::vector<int64_t>& attrs
   return d.combine_by_value.at(enum_value(d.combine_attr, attrs));
 }
 
-const std::vector<std::string>& unit_parameters(const std::string& unit) {
-  static const std::map<std::string, std::vector<std::string>> kParams = {
-      {"matrix", {"rows", "cols"}}, {"vector", {"lanes"}}, {"sort", {"width"}}};
-  static const std::vector<std::string> kNone;
-  auto it = kParams.find(unit);
-  return it == kParams.end() ? kNone : it->second;
-}
-
 namespace {
 
 DimDef parse_dim(const std::string& name, const YAML::Node& n, const YamlMap& parent) {
@@ -223,9 +215,12 @@ void OpTable::add_yaml(const std::string& text, const std::string& file) {
   op.opcode = static_cast<uint16_t>(opcode);
   // An extension op (FRISA) runs a sequence of primitives: its unit and cycles come from them.
   const bool extension = m.has("sequence");
-  op.unit = extension ? "sequence" : m.require_string("unit");
-  if (!extension && op.unit != "matrix" && op.unit != "vector" && op.unit != "sort")
-    throw fail("unit", fmt::format("unknown unit '{}' (expected matrix, vector or sort)", op.unit));
+  if (!extension) {
+    const std::string unit = m.require_string("unit");
+    op.unit = unit_named(unit);
+    if (!op.unit)
+      throw fail("unit", fmt::format("unknown unit '{}' (expected {})", unit, unit_names_text()));
+  }
   op.summary = m.get_string("summary", "");
   op.reassociates = m.get_bool("reassociates", false);
 
@@ -382,18 +377,20 @@ void OpTable::add_yaml(const std::string& text, const std::string& file) {
   for (const std::string& n : op.work.names())
     if (op.dim_index(n) < 0 && op.attr_index(n) < 0)
       throw fail("work", fmt::format("formula names '{}', neither a dim nor an attribute", n));
-  const std::vector<std::string>& params = unit_parameters(op.unit);
+  static const std::vector<std::string> kNoParameters;
+  const std::vector<std::string>& params = op.unit ? unit_def(*op.unit).parameters : kNoParameters;
+  const std::string unit_text = op.unit ? unit_name(*op.unit) : "sequence";
   for (const std::string& n : op.cycles.names())
     if (op.dim_index(n) < 0 && op.attr_index(n) < 0 &&
         std::find(params.begin(), params.end(), n) == params.end())
       throw fail("cycles", fmt::format("formula names '{}', neither a dim, an attribute nor a "
                                        "parameter of the {} unit",
-                                       n, op.unit));
+                                       n, unit_text));
   for (const std::string& p : params)
     if (op.dim_index(p) >= 0 || op.attr_index(p) >= 0)
       throw fail("dims", fmt::format("'{}' is a parameter of the {} unit and cannot name a dim or "
                                      "attribute",
-                                     p, op.unit));
+                                     p, unit_text));
   for (OperandDef& o : op.operands) {
     o.dim_ids.clear();
     for (const std::string& d : o.dims) o.dim_ids.push_back(op.dim_index(d));

@@ -12,6 +12,7 @@
 
 #include "isa/dtype.h"
 #include "isa/expr.h"
+#include "isa/unit_kind.h"
 
 namespace fracsim::isa {
 
@@ -66,7 +67,7 @@ struct OperandDef {
   std::string name;
   OperandRole role = OperandRole::in;
   std::vector<std::string> dims;
-  std::string read_if;  // out operands: bool attribute under which the old value is read too
+  std::string read_if;       // out operands: bool attribute under which the old value is read too
   std::vector<int> dim_ids;  // dims[a] as an index into OpDef::dims (set when the op is added)
 };
 
@@ -133,7 +134,8 @@ struct DTypeRowLimit {
 struct OpDef {
   std::string name;
   uint16_t opcode = 0;
-  std::string unit;  // leaf compute unit class: matrix, vector, sort
+  // The leaf unit that runs it; none for an extension op, whose steps run on their primitives'.
+  std::optional<UnitKind> unit;
   std::string summary;
   std::vector<DimDef> dims;
   std::vector<OperandDef> operands;
@@ -167,10 +169,6 @@ struct OpDef {
   // Whether dtype row `row` holds for these attribute values (its `only:` limit).
   bool row_allows(size_t row, const std::vector<int64_t>& attrs) const;
 };
-
-// The parameters of a leaf unit class that cycle formulas may use: matrix {rows, cols},
-// vector {lanes}, sort {width}.
-const std::vector<std::string>& unit_parameters(const std::string& unit);
 
 class OpTable {
  public:

@@ -112,7 +112,7 @@ std::string op_list(const OpTable& ops) {
   for (const OpDef* opp : by_opcode(ops)) {
     const OpDef& op = *opp;
     s += fmt::format("{:#06x}  {:<12} {:<9} {}\n", op.opcode, op.name,
-                     op.is_extension() ? "extension" : op.unit, op.summary);
+                     op.unit ? unit_name(*op.unit) : "extension", op.summary);
   }
   return s;
 }
@@ -129,13 +129,13 @@ std::string op_reference_markdown(const OpTable& ops) {
       "| opcode | op | unit | summary |\n|---|---|---|---|\n";
   for (const OpDef* op : by_opcode(ops))
     s += fmt::format("| {:#06x} | [{}](#{}) | {} | {} |\n", op->opcode, op->name, op->name,
-                     op->is_extension() ? "extension" : op->unit, op->summary);
+                     op->unit ? unit_name(*op->unit) : "extension", op->summary);
   for (const OpDef* opp : by_opcode(ops)) {
     const OpDef& op = *opp;
     s += fmt::format("\n## {}\n\n{}\n\n", op.name, op.summary);
     s += fmt::format("Defined in `{}`; opcode {:#06x}; ", op.file, op.opcode);
     s += op.is_extension() ? "an extension op.\n\n"
-                           : fmt::format("runs on the leaf's {} unit.\n\n", op.unit);
+                           : fmt::format("runs on the leaf's {} unit.\n\n", unit_name(*op.unit));
     s += "| dim | split |\n|---|---|\n";
     for (const DimDef& d : op.dims) s += fmt::format("| {} | {} |\n", d.name, dim_rule(op, d));
     s += "\n| operand | role | dims |\n|---|---|---|\n";

@@ -125,6 +125,12 @@ std::string instruction_str(const OpDef& op, const Instruction& instr) {
   return s;
 }
 
+std::string instruction_name(const Program& p, size_t i) {
+  if (i < p.instruction_names.size() && !p.instruction_names[i].empty())
+    return p.instruction_names[i];
+  return fmt::format("#{}", i);
+}
+
 int64_t instruction_work(const OpDef& op, const Instruction& instr) {
   return op.work.eval(bind_dims(op, instr, "work"));
 }

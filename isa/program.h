@@ -58,14 +58,19 @@ struct Program {
   std::vector<Instruction> instructions;
   std::vector<DataSegment> data;
   std::vector<Symbol> symbols;
+  // Empty, or per instruction the layer (YAML) or node (ONNX) it lowers; "" is unnamed.
+  std::vector<std::string> instruction_names;
 
   bool operator==(const Program& o) const {
     return name == o.name && footprint == o.footprint && instructions == o.instructions &&
-           data == o.data && symbols == o.symbols;
+           data == o.data && symbols == o.symbols && instruction_names == o.instruction_names;
   }
 };
 
 std::string_view symbol_role_name(SymbolRole r);
+
+// Instruction i's name, or "#i" for an unnamed one.
+std::string instruction_name(const Program& p, size_t i);
 
 // Binds each dim of `op` to its extent in `instr`. Throws ConfigError (prefixed by `where`) when
 // operand count, rank, attribute count or dtypes do not fit the op, or two operands disagree on a

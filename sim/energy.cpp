@@ -7,42 +7,6 @@ namespace {
 
 using DTypeCounts = std::array<uint64_t, isa::kDTypeCount>;
 
-// The program's work on the matrix units (`matrix`) or on the others (which the leaf counts as
-// vector_ops), by the dtype of each instruction's first operand.
-DTypeCounts program_work(const isa::Program& program, const isa::OpTable& ops, bool matrix) {
-  DTypeCounts work{};
-  for (const isa::Instruction& instr : program.instructions) {
-    const isa::OpDef& op = ops.get(instr.opcode);
-    if ((op.unit == "matrix") != matrix || instr.operands.empty()) continue;
-    work[static_cast<size_t>(instr.operands[0].dtype)] +=
-        static_cast<uint64_t>(isa::instruction_work(op, instr));
-  }
-  return work;
-}
-
-// Splits `total` over the dtypes in proportion to `weights`; the last dtype with a weight takes
-// the rounding remainder, so the parts always add up to `total`.
-DTypeCounts split_by(uint64_t total, const DTypeCounts& weights) {
-  DTypeCounts out{};
-  long double sum = 0;
-  size_t last = weights.size();
-  for (size_t d = 0; d < weights.size(); ++d) {
-    sum += static_cast<long double>(weights[d]);
-    if (weights[d] > 0) last = d;
-  }
-  if (total == 0) return out;
-  FRACSIM_ASSERT(last < weights.size(), "{} leaf ops but no program instruction on that unit",
-                 total);
-  uint64_t given = 0;
-  for (size_t d = 0; d < last; ++d) {
-    out[d] = static_cast<uint64_t>(static_cast<long double>(total) *
-                                   static_cast<long double>(weights[d]) / sum);
-    given += out[d];
-  }
-  out[last] = total - given;
-  return out;
-}
-
 double dot(const DTypeCounts& counts, const std::array<uint64_t, isa::kDTypeCount>& fj) {
   double e = 0;
   for (size_t d = 0; d < counts.size(); ++d)
@@ -64,8 +28,7 @@ double sum(const ComponentEnergy& c, bool leakage) {
 
 double EnergyReport::dynamic() const { return sum(by_component, false); }
 
-std::vector<LevelActions> run_actions(const MachineSpec& spec, const RunResult& run,
-                                      const isa::Program& program, const isa::OpTable& ops) {
+std::vector<LevelActions> run_actions(const MachineSpec& spec, const RunResult& run) {
   const size_t n = spec.levels.size() + 1;
   std::vector<NodeStats> totals(n);
   for (size_t id = 0; id < run.nodes.size(); ++id) {
@@ -74,8 +37,10 @@ std::vector<LevelActions> run_actions(const MachineSpec& spec, const RunResult& 
                    "node {} at level {}", id, node.level);
     totals[static_cast<size_t>(node.level + 1)] += node.stats;
   }
-  const DTypeCounts matrix_work = program_work(program, ops, true);
-  const DTypeCounts vector_work = program_work(program, ops, false);
+  UnitWorkTable work{};
+  for (const LayerTally& layer : run.layers)
+    for (size_t u = 0; u < isa::kUnitKinds; ++u)
+      for (size_t d = 0; d < isa::kDTypeCount; ++d) work[u][d] += layer.work[u][d];
   std::vector<LevelActions> actions(n);
   for (size_t l = 0; l < n; ++l) {
     const NodeStats& t = totals[l];
@@ -95,9 +60,12 @@ std::vector<LevelActions> run_actions(const MachineSpec& spec, const RunResult& 
       a.memory_write_bytes += t[Counter::store_bytes];
     }
     a.dma_bytes = l == 0 ? 0 : t[Counter::load_bytes] + t[Counter::store_bytes];
-    // A matrix op's work is 2 ops per MAC (the op definitions' work formulas).
-    a.macs = split_by(t[Counter::matrix_ops] / 2, matrix_work);
-    a.vector_ops = split_by(t[Counter::vector_ops], vector_work);
+    if (l + 1 == n)
+      for (const isa::UnitKindDef& u : isa::unit_kinds()) {
+        const auto k = static_cast<size_t>(u.kind);
+        for (size_t d = 0; d < isa::kDTypeCount; ++d)
+          a.unit_actions[k][d] = work[k][d] / static_cast<uint64_t>(u.ops_per_action);
+      }
   }
   return actions;
 }
@@ -118,8 +86,10 @@ EnergyReport price_actions(const MachineSpec& spec, const std::vector<LevelActio
     const LevelEnergy& e = l == 0 ? table.root : table.levels[l - 1];
     ComponentEnergy& c = r.by_level[l];
     auto at = [&c](EnergyComponent k) -> double& { return c[static_cast<size_t>(k)]; };
-    at(EnergyComponent::matrix_unit) = dot(a.macs, table.mac);
-    at(EnergyComponent::vector_unit) = dot(a.vector_ops, table.vector_op);
+    for (const isa::UnitKindDef& u : isa::unit_kinds()) {
+      const auto k = static_cast<size_t>(u.kind);
+      at(unit_component(u.kind)) = dot(a.unit_actions[k], table.unit_action[k]);
+    }
     at(EnergyComponent::lfu) =
         static_cast<double>(a.lfu_elements) * static_cast<double>(table.lfu_op);
     const double memory =

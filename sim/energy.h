@@ -20,6 +20,7 @@ namespace fracsim::sim {
 enum class EnergyComponent : int {
   matrix_unit,     // MACs of the leaves' matrix units
   vector_unit,     // element ops of the leaves' vector units
+  sort_unit,       // element ops of the leaves' sort units
   lfu,             // elements combined by LFUs
   dram,            // reads and writes of the root's main memory
   local_memory,    // reads and writes of the levels' local memories
@@ -30,14 +31,21 @@ enum class EnergyComponent : int {
 };
 constexpr size_t kEnergyComponents = static_cast<size_t>(EnergyComponent::kCount);
 constexpr std::array<std::string_view, kEnergyComponents> kEnergyComponentName{
-    "matrix_unit", "vector_unit",    "lfu",          "dram", "local_memory",
-    "dma",         "memory_leakage", "logic_leakage"};
+    "matrix_unit",  "vector_unit", "sort_unit",      "lfu",          "dram",
+    "local_memory", "dma",         "memory_leakage", "logic_leakage"};
+// The component of each leaf unit's work, in UnitKind order.
+constexpr EnergyComponent unit_component(isa::UnitKind k) {
+  return static_cast<EnergyComponent>(static_cast<int>(EnergyComponent::matrix_unit) +
+                                      static_cast<int>(k));
+}
+static_assert(unit_component(isa::UnitKind::sort) == EnergyComponent::sort_unit,
+              "one energy component per leaf unit, in UnitKind order");
 
 // The actions of one level's nodes in a run, summed over them: what the table prices.
 struct LevelActions {
   int64_t nodes = 0;
-  std::array<uint64_t, isa::kDTypeCount> macs{};        // by input dtype
-  std::array<uint64_t, isa::kDTypeCount> vector_ops{};  // by dtype
+  // Per leaf unit, its actions (energy_key: MACs, element ops) by input dtype.
+  std::array<std::array<uint64_t, isa::kDTypeCount>, isa::kUnitKinds> unit_actions{};
   uint64_t lfu_elements = 0;
   uint64_t memory_read_bytes = 0;  // of the level's own memories (the root: the main memory)
   uint64_t memory_write_bytes = 0;
@@ -59,18 +67,16 @@ struct EnergyReport {
 // The actions of a run, level by level (the root first). Memory traffic follows from the DMA
 // counters: a node's loads write its memory and read its parent's, its write-backs the reverse,
 // and a leaf's compute units read every byte loaded and write every byte written back once.
-// MACs and vector ops are split by dtype in proportion to the program's work per dtype (exact
-// while every leaf piece does a share of its instruction's work, as now).
-std::vector<LevelActions> run_actions(const MachineSpec& spec, const RunResult& run,
-                                      const isa::Program& program, const isa::OpTable& ops);
+// Unit actions are the leaves' work by unit and dtype (the run's layer tallies) over each unit's
+// ops per action.
+std::vector<LevelActions> run_actions(const MachineSpec& spec, const RunResult& run);
 
 // Prices the actions with the spec's table; leakage over `picoseconds` of simulated time.
 EnergyReport price_actions(const MachineSpec& spec, const std::vector<LevelActions>& actions,
                            uint64_t picoseconds);
 
-inline EnergyReport run_energy(const MachineSpec& spec, const RunResult& run,
-                               const isa::Program& program, const isa::OpTable& ops) {
-  return price_actions(spec, run_actions(spec, run, program, ops), run.picoseconds);
+inline EnergyReport run_energy(const MachineSpec& spec, const RunResult& run) {
+  return price_actions(spec, run_actions(spec, run), run.picoseconds);
 }
 
 }  // namespace fracsim::sim

@@ -41,7 +41,7 @@ LeakagePower read_leakage(ConfigMapping& parent) {
 // One energy per dtype the unit accepts, every one required: a run prices each action, so a
 // missing dtype would silently count as free.
 std::array<uint64_t, isa::kDTypeCount> read_per_dtype(ConfigMapping& parent, const std::string& key,
-                                                      const std::string& unit) {
+                                                      isa::UnitKind unit) {
   ConfigMapping m = parent.mapping(key);
   std::array<uint64_t, isa::kDTypeCount> out{};
   for (isa::DType d : unit_input_dtypes(unit))
@@ -80,7 +80,7 @@ YamlMap table_mapping(const YAML::Node& node, const YamlMap& config, std::string
 
 }  // namespace
 
-std::vector<isa::DType> unit_input_dtypes(const std::string& unit) {
+std::vector<isa::DType> unit_input_dtypes(isa::UnitKind unit) {
   std::vector<isa::DType> out;
   for (const isa::OpDef& op : isa::OpTable::builtin().ops()) {
     if (op.unit != unit) continue;
@@ -97,8 +97,8 @@ EnergyTable read_energy_table(const YAML::Node& node, const YamlMap& config,
   EnergyTable t;
   ConfigMapping m(table_mapping(node, config, t.source));
   m.put("table", t.source);
-  t.mac = read_per_dtype(m, "mac", "matrix");
-  t.vector_op = read_per_dtype(m, "vector_op", "vector");
+  for (const isa::UnitKindDef& u : isa::unit_kinds())
+    t.unit_action[static_cast<size_t>(u.kind)] = read_per_dtype(m, u.energy_key, u.kind);
   t.lfu_op = energy(m, "lfu_op");
   ConfigMapping root = m.mapping("root");
   t.root = read_level(root, false);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "isa/dtype.h"
+#include "isa/unit_kind.h"
 #include "isa/yaml_map.h"
 
 namespace fracsim::sim {
@@ -36,10 +37,10 @@ struct LevelEnergy {
 
 struct EnergyTable {
   std::string source;  // the table file as the config names it, or "inline"
-  // Per multiply-accumulate of the matrix unit and per element op of the vector unit, by the
-  // dtype of the op's first operand; only the dtypes those units accept are set.
-  std::array<uint64_t, isa::kDTypeCount> mac{};
-  std::array<uint64_t, isa::kDTypeCount> vector_op{};
+  // Per action of each leaf unit (its energy_key: a matrix unit's multiply-accumulate, a vector
+  // or sort unit's element op), by the dtype of the op's first operand; only the dtypes each
+  // unit accepts are set.
+  std::array<std::array<uint64_t, isa::kDTypeCount>, isa::kUnitKinds> unit_action{};
   uint64_t lfu_op = 0;               // per element an LFU combines
   LevelEnergy root;                  // the main memory and the root controller
   std::vector<LevelEnergy> levels;   // one per machine level, in the machine's order
@@ -53,8 +54,8 @@ struct EnergyTable {
 EnergyTable read_energy_table(const YAML::Node& node, const YamlMap& config,
                               const std::vector<std::string>& level_names);
 
-// The dtypes of the first operand of the built-in ops that run on a leaf unit class ("matrix",
-// "vector"), in DType order: the keys of per-dtype settings of that unit.
-std::vector<isa::DType> unit_input_dtypes(const std::string& unit);
+// The dtypes of the first operand of the built-in ops that run on a leaf unit, in DType order:
+// the keys of per-dtype settings of that unit.
+std::vector<isa::DType> unit_input_dtypes(isa::UnitKind unit);
 
 }  // namespace fracsim::sim

@@ -28,13 +28,7 @@ class ModelLeafUnit : public LeafUnit {
   // piece is priced once. A large run's leaves run the same few piece shapes many times, and a
   // formula's evaluation binds every dim by name.
   uint64_t cycles(const isa::OpDef& op, const isa::Instruction& instr) {
-    std::vector<int64_t> key{instr.opcode};
-    key.insert(key.end(), instr.attrs.begin(), instr.attrs.end());
-    for (const isa::TensorRef& t : instr.operands) {
-      key.push_back(static_cast<int64_t>(t.dtype));
-      key.push_back(t.rank());
-      key.insert(key.end(), t.shape.begin(), t.shape.end());
-    }
+    std::vector<int64_t> key = piece_key(instr);
     auto it = priced_.find(key);
     if (it == priced_.end()) it = priced_.emplace(std::move(key), price(op, instr)).first;
     return it->second;
@@ -48,7 +42,7 @@ class ModelLeafUnit : public LeafUnit {
       for (size_t s = 0; s < x.steps.size(); ++s) total += price(*x.step_ops[s], x.steps[s]);
       return total;
     }
-    if (op.unit == "matrix" && !instr.operands.empty()) {
+    if (op.unit == isa::UnitKind::matrix && !instr.operands.empty()) {
       // The MAC array's shape depends on the input dtype (narrow integers pack more MACs).
       const MatrixShape m = matrix_.for_dtype(instr.operands[0].dtype);
       params_["rows"] = m.rows;
@@ -70,6 +64,17 @@ std::map<std::string, LeafUnitFactory>& registry() {
 }
 
 }  // namespace
+
+std::vector<int64_t> piece_key(const isa::Instruction& instr) {
+  std::vector<int64_t> key{instr.opcode};
+  key.insert(key.end(), instr.attrs.begin(), instr.attrs.end());
+  for (const isa::TensorRef& t : instr.operands) {
+    key.push_back(static_cast<int64_t>(t.dtype));
+    key.push_back(t.rank());
+    key.insert(key.end(), t.shape.begin(), t.shape.end());
+  }
+  return key;
+}
 
 std::map<std::string, int64_t> unit_parameter_values(const LevelSpec& leaf) {
   return {{"rows", leaf.matrix.rows},

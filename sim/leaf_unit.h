@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "isa/reference.h"
 #include "sim/machine_spec.h"
@@ -32,6 +33,10 @@ using LeafUnitFactory = std::function<std::unique_ptr<LeafUnit>(const LevelSpec&
 
 void register_leaf_backend(const std::string& name, LeafUnitFactory factory);
 std::unique_ptr<LeafUnit> make_leaf_unit(const LevelSpec& leaf);
+
+// What decides a piece's cycles and work: its opcode, attributes, and each operand's dtype and
+// shape (addresses and strides aside). The leaf prices each distinct piece once by it.
+std::vector<int64_t> piece_key(const isa::Instruction& instr);
 
 // The values of the leaf's unit parameters (isa::unit_parameters) from its spec.
 std::map<std::string, int64_t> unit_parameter_values(const LevelSpec& leaf);

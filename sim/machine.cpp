@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -108,8 +109,19 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   // The root queues the whole program and runs it in order.
   Completion completion;
   completion.remaining = static_cast<int64_t>(program.instructions.size());
-  for (const isa::Instruction& in : program.instructions)
-    root.submit(Job{in, nullptr, {}, 0, 1, &completion, 0});
+  ctx.spans.resize(program.instructions.size());
+  std::map<std::string, uint32_t> layer_ids;
+  for (size_t i = 0; i < program.instructions.size(); ++i) {
+    auto [it, fresh] = layer_ids.try_emplace(isa::instruction_name(program, i),
+                                             static_cast<uint32_t>(ctx.layers.size()));
+    if (fresh) {
+      ctx.layers.emplace_back();
+      ctx.layers.back().name = it->first;
+      ctx.layers.back().levels.resize(spec.levels.size() + 1);
+    }
+    ctx.layers[it->second].instructions.push_back(i);
+    root.submit(Job{program.instructions[i], nullptr, {}, 0, 1, &completion, 0, it->second, 1});
+  }
 
   sc_core::sc_start();
   if (ctx.error) std::rethrow_exception(ctx.error);
@@ -132,6 +144,8 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   r.picoseconds = sc_core::sc_time_stamp().value();
   r.cycles = (r.picoseconds + root.period_ps() - 1) / root.period_ps();
   r.nodes = tree.reports();
+  r.layers = std::move(ctx.layers);
+  r.spans = std::move(ctx.spans);
   if (ctx.functional) {
     r.memory.resize(program.footprint);
     std::memcpy(r.memory.data(), root.memory().view().data, program.footprint);

@@ -1,12 +1,14 @@
 // Builds the machine described by a MachineSpec as a tree of Nodes and runs a Program on it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "isa/program.h"
+#include "isa/unit_kind.h"
 #include "sim/machine_spec.h"
 #include "sim/node_reports.h"
 
@@ -38,6 +40,26 @@ struct SimOptions {
 // level's nodes in order): "root", "root.cluster0", "root.cluster0.core1", ...
 std::vector<std::string> node_paths(const MachineSpec& spec);
 
+// Leaf unit work by unit and dtype (isa::unit_work's entries summed).
+using UnitWorkTable = std::array<std::array<uint64_t, isa::kDTypeCount>, isa::kUnitKinds>;
+
+// What the instructions of one layer (the program's instructions of one name,
+// isa::instruction_name) made the machine do: every counter summed over the nodes of each level
+// (a folded node counted for every node it stands for), so that the layers' tallies add up to
+// the level totals.
+struct LayerTally {
+  std::string name;
+  std::vector<size_t> instructions;  // indices in the program, in order
+  std::vector<NodeStats> levels;     // the root first, then each level
+  UnitWorkTable work{};              // done by the leaves' units
+};
+
+// When a program instruction ran at the root: its first piece began decoding, its last piece
+// had written back (instructions complete in program order).
+struct InstructionSpan {
+  uint64_t start_ps = 0, end_ps = 0;
+};
+
 struct RunResult {
   Mode mode = Mode::timing;
   bool folded = false;          // congruent children were simulated once (timing mode)
@@ -45,7 +67,9 @@ struct RunResult {
   uint64_t cycles = 0;          // at the root clock
   uint64_t picoseconds = 0;     // simulated time
   NodeReports nodes;            // the root first, then level by level
-  std::vector<uint8_t> memory;  // functional mode: the main memory's first `footprint` bytes
+  std::vector<LayerTally> layers;      // in order of their first instruction
+  std::vector<InstructionSpan> spans;  // per program instruction
+  std::vector<uint8_t> memory;         // functional mode: the main memory's first `footprint` bytes
 };
 
 // Checks that the program fits the machine's main memory (ConfigError with needed and

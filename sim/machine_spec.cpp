@@ -63,7 +63,7 @@ MatrixUnitSpec read_matrix(ConfigMapping& leaf) {
   spec.rows = matrix.integer("rows", std::nullopt, 1);
   spec.cols = matrix.integer("cols", std::nullopt, 1);
   spec.by_dtype.fill({spec.rows, spec.cols});
-  for (isa::DType d : unit_input_dtypes("matrix")) {
+  for (isa::DType d : unit_input_dtypes(isa::UnitKind::matrix)) {
     const std::string key(isa::dtype_name(d));
     MatrixShape& shape = spec.by_dtype[static_cast<size_t>(d)];
     if (auto entry = matrix.optional_mapping(key)) {

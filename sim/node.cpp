@@ -115,6 +115,25 @@ void Node::trace(int stage, const Piece& p, const sc_time& t0) {
   ctx_.trace->record(track, stage, &p.op->name, t0.value(), sc_core::sc_time_stamp().value());
 }
 
+void Node::count(Counter c, uint64_t v, uint32_t layer, uint64_t weight) {
+  stats()[c] += v;
+  ctx_.layers[layer].levels[static_cast<size_t>(level_ + 1)][c] += v * weight;
+}
+
+void Node::count_unit_work(const isa::OpDef& op, const isa::Instruction& instr, uint32_t layer,
+                           uint64_t weight) {
+  std::vector<int64_t> key = piece_key(instr);
+  auto it = ctx_.unit_work.find(key);
+  if (it == ctx_.unit_work.end())
+    it = ctx_.unit_work.emplace(std::move(key), isa::unit_work(op, instr)).first;
+  LayerTally& tally = ctx_.layers[layer];
+  for (const isa::UnitWork& w : it->second) {
+    const auto ops = static_cast<uint64_t>(w.ops);
+    count(unit_counter(w.unit), ops, layer, weight);
+    tally.work[static_cast<size_t>(w.unit)][static_cast<size_t>(w.dtype)] += ops * weight;
+  }
+}
+
 void Node::invalidate_children(uint64_t begin, uint64_t end) {
   if (is_leaf_ || begin >= end) return;
   MachineTree& tree = *ctx_.tree;
@@ -130,6 +149,8 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, const isa::Instruction& part
   p->tree_node = tree_node_;
   p->copies = copies_;
   p->route = route_;
+  p->layer = layer_;
+  p->weight = weight_;
   uint64_t base, end;
   if (is_root_) {
     // Operands already live in the main memory; only partial results need room.
@@ -153,8 +174,8 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, const isa::Instruction& part
         local = parent.packed_at(layout_.local[s]);
         if (first && !layout_.hit[s]) p->loads.push_back({parent, local});
         if (first && layout_.hit[s]) {
-          ++stats()[Counter::static_hits];
-          stats()[Counter::static_hit_bytes] += local.stored_bytes();
+          count(*p, Counter::static_hits, 1);
+          count(*p, Counter::static_hit_bytes, local.stored_bytes());
         }
       } else {
         local = parent.packed_at(at);
@@ -232,6 +253,8 @@ void Node::id_step() {
           tree_node_ = job.tree_node;
           copies_ = job.copies;
           route_ = job.route;
+          layer_ = job.layer;
+          weight_ = job.weight;
           plan_ =
               job.plan ? job.plan : std::make_shared<const InstructionPlan>(root_plan(job.instr));
           layout_ = job.layout;
@@ -241,7 +264,7 @@ void Node::id_step() {
           q.instr = std::make_shared<const isa::Instruction>(std::move(job.instr));
           q.completion = job.completion;
           q.next_piece = 0;
-          ++stats()[Counter::instructions];
+          count(Counter::instructions, 1, layer_, weight_);
           st.step = kNextPiece;
           break;
         }
@@ -257,6 +280,7 @@ void Node::id_step() {
           }
           --q.free_subblocks;
           st.t0 = sc_core::sc_time_stamp();
+          if (is_root_ && i == 0) ctx_.spans[ctx_.started++].start_ps = st.t0.value();
           Piece* p = make_piece(*q.op, plan_->pieces[i], next_subblock_, i == 0);
           next_subblock_ = (next_subblock_ + 1) % controller_.pipeline_depth;
           p->instr = q.instr;
@@ -272,8 +296,8 @@ void Node::id_step() {
           break;
         }
         case kDecoded:
-          stats()[Counter::decode_cycles] += controller_.decode_cycles;
-          ++stats()[Counter::pieces];
+          count(*st.piece, Counter::decode_cycles, controller_.decode_cycles);
+          count(*st.piece, Counter::pieces, 1);
           q.in_flight.push_back(st.piece);
           trace(kId, *st.piece, st.t0);
           st.step = kPass;
@@ -311,7 +335,7 @@ void Node::ld_step() {
               return;
             }
           }
-          stats()[Counter::hazard_cycles] += cycles_since(st.t0);
+          count(*p, Counter::hazard_cycles, cycles_since(st.t0));
           st.t0 = sc_core::sc_time_stamp();
           begin_batch(DmaEngine::kRead, *p, p->loads);
           st.step = kLoad;
@@ -321,8 +345,8 @@ void Node::ld_step() {
           const Piece* p = st.piece;
           uint64_t cycles = 0;
           if (!batch_done(DmaEngine::kRead, p->loads, cycles)) return;
-          stats()[Counter::load_cycles] += cycles;
-          stats()[Counter::load_bytes] += stored_bytes(p->loads);
+          count(*p, Counter::load_cycles, cycles);
+          count(*p, Counter::load_bytes, stored_bytes(p->loads));
           trace(kLd, *p, st.t0);
           st.step = kPass;
           break;
@@ -347,16 +371,15 @@ void Node::ex_step() {
           Piece* p = st.piece;
           st.t0 = sc_core::sc_time_stamp();
           if (!is_leaf_) {
-            dispatch(*p->op, p->split.children, p->local_writes);
+            dispatch(*p);
             st.step = kChildren;
             break;
           }
           isa::MemoryView mv = memory_->view();
           const uint64_t cycles = unit_->run(*p->op, p->local, ctx_.functional ? &mv : nullptr);
-          const auto work = static_cast<uint64_t>(isa::instruction_work(*p->op, p->local));
-          stats()[p->op->unit == "matrix" ? Counter::matrix_ops : Counter::vector_ops] += work;
-          stats()[Counter::unit_cycles] += cycles;
-          if (const auto rtl = unit_->last_rtl_unit()) ++stats()[*rtl];
+          count_unit_work(*p->op, p->local, p->layer, p->weight);
+          count(*p, Counter::unit_cycles, cycles);
+          if (const auto rtl = unit_->last_rtl_unit()) count(*p, *rtl, 1);
           st.step = kDone;
           if (wait_cycles(cycles)) return;
           break;
@@ -370,7 +393,7 @@ void Node::ex_step() {
           st.step = kDone;
           break;
         case kDone:
-          stats()[Counter::execute_cycles] += cycles_since(st.t0);
+          count(*st.piece, Counter::execute_cycles, cycles_since(st.t0));
           trace(kEx, *st.piece, st.t0);
           st.step = kPass;
           break;
@@ -401,8 +424,8 @@ void Node::wb_step() {
           const Piece* p = st.piece;
           uint64_t cycles = 0;
           if (!batch_done(DmaEngine::kWrite, p->stores, cycles)) return;
-          stats()[Counter::writeback_cycles] += cycles;
-          stats()[Counter::store_bytes] += stored_bytes(p->stores);
+          count(*p, Counter::writeback_cycles, cycles);
+          count(*p, Counter::store_bytes, stored_bytes(p->stores));
           trace(kWb, *p, st.t0);
           q.finalize = 0;
           q.finalize_step = 0;
@@ -427,6 +450,7 @@ void Node::wb_step() {
             // Its children are idle until the next instruction: their state is final for now.
             if (!is_leaf_ && !is_root_) ctx_.tree->update_below_digest(p->tree_node);
             if (is_root_) {
+              ctx_.spans[ctx_.done.done].end_ps = sc_core::sc_time_stamp().value();
               ++ctx_.done.done;
               ctx_.done.picoseconds = sc_core::sc_time_stamp().value();
               if (ctx_.progress) ctx_.progress(ctx_.done);

@@ -37,6 +37,7 @@
 
 #include "isa/decompose/localize.h"
 #include "isa/decompose/parallel.h"
+#include "isa/extension.h"
 #include "isa/reference.h"
 #include "sim/dma_engine.h"
 #include "sim/instruction_plan.h"
@@ -65,7 +66,9 @@ struct Job {
   size_t tree_node = 0;  // the MachineTree node this job runs as
   uint64_t copies = 1;   // identical nodes it stands for (folding)
   Completion* completion = nullptr;
-  int route = 0;  // the parent's memory among those the level's Interconnect reaches
+  int route = 0;        // the parent's memory among those the level's Interconnect reaches
+  uint32_t layer = 0;   // the layer (RunResult::layers) of the program instruction it serves
+  uint64_t weight = 1;  // tree nodes it stands for in all: copies times the parent's weight
 };
 class Node;
 
@@ -97,6 +100,12 @@ struct RunContext {
                        std::pair<isa::Instruction, std::shared_ptr<const InstructionPlan>>>>
       plans;
   Progress done;
+  // Per-layer tallies (RunResult::layers) and the root's instruction spans.
+  std::vector<LayerTally> layers;
+  std::vector<InstructionSpan> spans;
+  size_t started = 0;  // program instructions the root has begun decoding
+  // Leaf work of each distinct piece (op, attributes, dtypes, shapes decide it).
+  std::map<std::vector<int64_t>, std::vector<isa::UnitWork>> unit_work;
   std::exception_ptr error;  // the first error raised inside a process; the run stops on it
 };
 
@@ -210,13 +219,22 @@ class Node : public sc_core::sc_module {
   // memory, one step at a time; true when all of it is done.
   bool finalize_step(Piece& p);
   NodeStats& stats() { return ctx_.tree->stats(tree_node_); }
+  // Adds `v` to counter `c` of the node being played and to the layer's tally of this level,
+  // `weight` times (the tree nodes the simulated node stands for).
+  void count(Counter c, uint64_t v, uint32_t layer, uint64_t weight);
+  template <typename P>
+  void count(const P& p, Counter c, uint64_t v) {
+    count(c, v, p.layer, p.weight);
+  }
+  // A leaf's unit work for one piece (cached per distinct piece).
+  void count_unit_work(const isa::OpDef& op, const isa::Instruction& instr, uint32_t layer,
+                       uint64_t weight);
   // The children's permutation tables hold copies of this node's memory: drop what a write to
   // [begin, end) of it makes stale.
   void invalidate_children(uint64_t begin, uint64_t end);
   // EX of an inner node (node_dispatch.cpp): the children's instructions, folded when allowed,
   // handed to the children; dispatch_end() after they have all finished.
-  void dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& instrs,
-                const std::vector<std::pair<uint64_t, uint64_t>>& local_writes);
+  void dispatch(const Piece& p);
   void dispatch_end();
   NodeShape child_shape(size_t child) const;
   // The plan of a child's instruction (cached by congruence, so usually a translation).
@@ -240,6 +258,8 @@ class Node : public sc_core::sc_module {
   size_t tree_node_ = 0;
   uint64_t copies_ = 1;
   int route_ = 0;
+  uint32_t layer_ = 0;
+  uint64_t weight_ = 1;
   int port_ = 0;
   SegmentLayout layout_;
   std::shared_ptr<const InstructionPlan> plan_;

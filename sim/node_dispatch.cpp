@@ -58,8 +58,10 @@ NodeShape Node::child_shape(size_t child) const {
   return NodeShape{ls.memory.capacity, ls.controller.pipeline_depth, below, ctx_.tree->path(child)};
 }
 
-void Node::dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& instrs,
-                    const std::vector<std::pair<uint64_t, uint64_t>>& local_writes) {
+void Node::dispatch(const Piece& p) {
+  const isa::OpDef& op = *p.op;
+  const std::vector<isa::Instruction>& instrs = p.split.children;
+  const std::vector<std::pair<uint64_t, uint64_t>>& local_writes = p.local_writes;
   MachineTree& tree = *ctx_.tree;
   // Whatever this piece's children and LFU write here is stale in every permutation table.
   for (const auto& w : local_writes) invalidate_children(w.first, w.second);
@@ -134,7 +136,8 @@ void Node::dispatch(const isa::OpDef& op, const std::vector<isa::Instruction>& i
   for (size_t c = 0; c < classes.size(); ++c) {
     ChildClass& k = classes[c];
     q.runners[c]->submit(Job{instrs[k.members[0]], k.plan, k.layout, q.round.reps[c],
-                             k.members.size(), &q.children_done, ctx_.fold ? port_ : 0});
+                             k.members.size(), &q.children_done, ctx_.fold ? port_ : 0, p.layer,
+                             p.weight * k.members.size()});
   }
 }
 

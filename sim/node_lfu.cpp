@@ -21,12 +21,12 @@ void Node::rd_step() {
           uint64_t cycles = 0;
           for (const isa::Instruction& r : p->split.reductions) {
             const uint64_t elements = static_cast<uint64_t>(r.operands.back().elements());
-            stats()[Counter::lfu_elements] += elements;
+            count(*p, Counter::lfu_elements, elements);
             cycles += (elements + controller_.lfu_throughput - 1) / controller_.lfu_throughput;
             if (ctx_.functional)
               isa::execute_reference(ctx_.ops->get(r.opcode), r, memory_->view());
           }
-          stats()[Counter::reduce_cycles] += cycles;
+          count(*p, Counter::reduce_cycles, cycles);
           st.step = kDone;
           if (wait_cycles(cycles)) return;
           break;
@@ -81,21 +81,20 @@ bool Node::finalize_step(Piece& p) {
       }
       case kCompute: {
         if (!dma_->advance(DmaEngine::kRead)) return false;
-        stats()[Counter::load_cycles] += dma_->cycles(DmaEngine::kRead);
-        stats()[Counter::load_bytes] += q.finalize_in;
+        count(p, Counter::load_cycles, dma_->cycles(DmaEngine::kRead));
+        count(p, Counter::load_bytes, q.finalize_in);
         isa::MemoryView parent = ctx_.functional ? dma_->parent_view() : isa::MemoryView{};
         uint64_t cycles;
         if (is_leaf_) {
           cycles = unit_->run(op, f, ctx_.functional ? &parent : nullptr);
-          stats()[Counter::unit_cycles] += cycles;
-          if (const auto rtl = unit_->last_rtl_unit()) ++stats()[*rtl];
-          stats()[op.unit == "matrix" ? Counter::matrix_ops : Counter::vector_ops] +=
-              static_cast<uint64_t>(isa::instruction_work(op, f));
+          count(p, Counter::unit_cycles, cycles);
+          if (const auto rtl = unit_->last_rtl_unit()) count(p, *rtl, 1);
+          count_unit_work(op, f, p.layer, p.weight);
         } else {
           const uint64_t elements = static_cast<uint64_t>(f.operands.back().elements());
           cycles = (elements + controller_.lfu_throughput - 1) / controller_.lfu_throughput;
-          stats()[Counter::lfu_elements] += elements;
-          stats()[Counter::reduce_cycles] += cycles;
+          count(p, Counter::lfu_elements, elements);
+          count(p, Counter::reduce_cycles, cycles);
           if (ctx_.functional) isa::execute_reference(op, f, parent);
         }
         q.finalize_step = kStore;
@@ -109,8 +108,8 @@ bool Node::finalize_step(Piece& p) {
         break;
       case kStored:
         if (!dma_->advance(DmaEngine::kWrite)) return false;
-        stats()[Counter::writeback_cycles] += dma_->cycles(DmaEngine::kWrite);
-        stats()[Counter::store_bytes] += q.finalize_out;
+        count(p, Counter::writeback_cycles, dma_->cycles(DmaEngine::kWrite));
+        count(p, Counter::store_bytes, q.finalize_out);
         if (ctx_.trace && sc_core::sc_time_stamp() != q.finalize_t0) {
           const size_t track = ctx_.tree->preorder(p.tree_node);
           ctx_.trace->name_node(track, ctx_.tree->path(p.tree_node));

@@ -29,6 +29,8 @@ struct Node::Piece {
   size_t tree_node = 0;
   uint64_t copies = 1;
   int route = 0;
+  uint32_t layer = 0;  // as the job's (Job::layer, Job::weight)
+  uint64_t weight = 1;
   Completion* completion = nullptr;        // set on the last piece of an instruction
   std::vector<isa::Instruction> finalize;  // the last piece: the plan's finalize work
 };

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "isa/unit_kind.h"
+
 namespace fracsim::sim {
 
 enum class Counter : int {
@@ -23,6 +25,7 @@ enum class Counter : int {
   unit_cycles,              // leaf: cycles the compute unit was busy
   matrix_ops,               // leaf: work done by the matrix unit (op work formulas)
   vector_ops,               // leaf: work done by the vector unit
+  sort_ops,                 // leaf: work done by the sort unit
   static_hits,              // static operands found in the tensor permutation table (not loaded)
   static_hit_bytes,         // bytes those hits did not load
   rtl_matrix_instructions,  // leaf: instructions run on the Verilated matrix unit (backend rtl)
@@ -52,6 +55,7 @@ constexpr std::array<CounterInfo, static_cast<size_t>(Counter::kCount)> kCounter
     {"unit_cycles", "cycles", "leaf compute unit busy, leaf clock"},
     {"matrix_ops", "ops", "operations done by the matrix unit"},
     {"vector_ops", "ops", "operations done by the vector unit"},
+    {"sort_ops", "ops", "operations done by the sort unit"},
     {"static_hits", "operands", "static operands found resident in the tensor permutation table"},
     {"static_hit_bytes", "bytes", "bytes not loaded thanks to tensor permutation table hits"},
     {"rtl_matrix_instructions", "instructions",
@@ -61,6 +65,13 @@ constexpr std::array<CounterInfo, static_cast<size_t>(Counter::kCount)> kCounter
     {"rtl_sort_instructions", "instructions",
      "leaf instructions run on the Verilated sort unit (backend rtl)"},
 }};
+
+// The counter of the work done by each leaf unit (isa/unit_kind.h), in UnitKind order.
+constexpr Counter unit_counter(isa::UnitKind k) {
+  return static_cast<Counter>(static_cast<int>(Counter::matrix_ops) + static_cast<int>(k));
+}
+static_assert(unit_counter(isa::UnitKind::sort) == Counter::sort_ops && isa::kUnitKinds == 3,
+              "one work counter per leaf unit, in UnitKind order");
 
 struct NodeStats {
   std::array<uint64_t, static_cast<size_t>(Counter::kCount)> value{};

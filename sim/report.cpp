@@ -9,24 +9,12 @@
 #include "isa/error.h"
 #include "isa/reference.h"
 #include "sim/energy.h"
+#include "sim/energy_table.h"
+#include "sim/layer_report.h"
 #include "sim/units.h"
 
 namespace fracsim::sim {
 namespace {
-
-struct Peak {
-  double matrix = 0;  // ops per root cycle
-  double vector = 0;
-};
-
-Peak peak_ops(const MachineSpec& spec) {
-  const LevelSpec& leaf = spec.levels.back();
-  const double clock_ratio =
-      static_cast<double>(leaf.controller.clock) / static_cast<double>(spec.root.controller.clock);
-  const double leaves = static_cast<double>(spec.leaves());
-  return {leaves * 2.0 * leaf.matrix.rows * leaf.matrix.cols * clock_ratio,
-          leaves * leaf.vector.lanes * clock_ratio};
-}
 
 std::vector<NodeStats> level_totals(const MachineSpec& spec, const RunResult& run) {
   std::vector<NodeStats> totals(spec.levels.size() + 1);
@@ -103,7 +91,68 @@ nlohmann::ordered_json energy_json(const MachineSpec& spec, const EnergyReport& 
   return j;
 }
 
+// Per unit, at the root clock for the whole machine; the matrix unit's per input dtype too
+// (its array shape follows the dtype), the unit's own entry for f32.
+nlohmann::ordered_json peaks_json(const MachineSpec& spec) {
+  nlohmann::ordered_json j;
+  for (const isa::UnitKindDef& u : isa::unit_kinds())
+    j[u.name] = machine_peak(spec, u.kind, isa::DType::f32);
+  nlohmann::ordered_json by_dtype;
+  for (isa::DType d : unit_input_dtypes(isa::UnitKind::matrix))
+    by_dtype[std::string(isa::dtype_name(d))] = machine_peak(spec, isa::UnitKind::matrix, d);
+  j["matrix_by_dtype"] = by_dtype;
+  return j;
+}
+
+nlohmann::ordered_json utilization_json(const std::array<double, isa::kUnitKinds>& u) {
+  nlohmann::ordered_json j;
+  for (const isa::UnitKindDef& k : isa::unit_kinds()) j[k.name] = u[static_cast<size_t>(k.kind)];
+  return j;
+}
+
+nlohmann::ordered_json layers_json(const MachineSpec& spec, const std::vector<LayerRecord>& rs) {
+  using nlohmann::ordered_json;
+  ordered_json out = ordered_json::array();
+  for (const LayerRecord& r : rs) {
+    ordered_json work, util, bound;
+    for (const isa::UnitKindDef& u : isa::unit_kinds()) {
+      const auto k = static_cast<size_t>(u.kind);
+      work[u.name] = r.unit_ops[k];
+      util[u.name] = r.utilization[k];
+      bound["compute:" + u.name] = r.compute_bound[k];
+    }
+    ordered_json levels = ordered_json::array();
+    for (size_t l = 0; l < r.levels.size(); ++l) {
+      ordered_json e = {{"name", l == 0 ? std::string("root") : spec.levels[l - 1].name}};
+      append_counters(e, r.levels[l]);
+      levels.push_back(std::move(e));
+      if (l > 0) bound["bw:" + spec.levels[l - 1].name] = r.bandwidth_bound[l - 1];
+    }
+    out.push_back({{"name", r.name},
+                   {"ops", r.ops},
+                   {"instructions", r.instructions},
+                   {"start_cycle", r.start_cycle},
+                   {"end_cycle", r.end_cycle},
+                   {"cycles", r.cycles},
+                   {"work", work},
+                   {"utilization", util},
+                   {"compulsory_bytes", {{"read", r.read_bytes}, {"written", r.written_bytes}}},
+                   {"bounds", bound},
+                   {"bound", r.bound},
+                   {"bounding", r.bounding},
+                   {"attained", r.attained},
+                   {"levels", levels}});
+  }
+  return out;
+}
+
 }  // namespace
+
+std::array<double, isa::kUnitKinds> run_utilization(const MachineSpec& spec, const RunResult& run) {
+  std::array<double, isa::kUnitKinds> u = ideal_cycles(spec, run_work(run));
+  for (double& x : u) x = ratio(x, static_cast<double>(run.cycles));
+  return u;
+}
 
 std::vector<OutputCheck> check_outputs(const isa::Program& program, const isa::OpTable& ops,
                                        const std::vector<uint8_t>& simulated) {
@@ -140,9 +189,7 @@ std::vector<OutputCheck> check_outputs(const isa::Program& program, const isa::O
 std::string stats_text(const MachineSpec& spec, const isa::Program& program, const RunResult& run,
                        const std::vector<OutputCheck>& outputs, const isa::OpTable& ops) {
   using nlohmann::ordered_json;
-  const Peak peak = peak_ops(spec);
   const std::vector<NodeStats> totals = level_totals(spec, run);
-  const NodeStats& leaf = totals.back();
   ordered_json j;
   j["format"] = "fracsim-stats/1";
   j["program"] = program.name;
@@ -153,11 +200,8 @@ std::string stats_text(const MachineSpec& spec, const isa::Program& program, con
   j["machine"] = {{"name", spec.name},
                   {"levels", spec.levels.size()},
                   {"leaves", spec.leaves()},
-                  {"peak_ops_per_cycle", {{"matrix", peak.matrix}, {"vector", peak.vector}}}};
-  const double cyc = static_cast<double>(run.cycles);
-  j["utilization"] = {
-      {"matrix", ratio(static_cast<double>(leaf[Counter::matrix_ops]), cyc * peak.matrix)},
-      {"vector", ratio(static_cast<double>(leaf[Counter::vector_ops]), cyc * peak.vector)}};
+                  {"peak_ops_per_cycle", peaks_json(spec)}};
+  j["utilization"] = utilization_json(run_utilization(spec, run));
   if (run.mode == Mode::functional) {
     ordered_json outs = ordered_json::array();
     for (const OutputCheck& c : outputs)
@@ -177,7 +221,8 @@ std::string stats_text(const MachineSpec& spec, const isa::Program& program, con
                       {"nodes", spec.nodes_at(l)},
                       {"totals", counters_json(totals[l + 1])}});
   j["levels"] = levels;
-  j["energy_pj"] = energy_json(spec, run_energy(spec, run, program, ops));
+  j["energy_pj"] = energy_json(spec, run_energy(spec, run));
+  j["layers"] = layers_json(spec, layer_records(spec, program, ops, run));
   j["nodes"] = ordered_json::array();  // written below, in its place
   ordered_json counters;
   for (const CounterInfo& c : kCounterInfo)
@@ -199,8 +244,7 @@ nlohmann::ordered_json stats_json(const MachineSpec& spec, const isa::Program& p
 }
 
 std::string summary_text(const MachineSpec& spec, const isa::Program& program, const RunResult& run,
-                         const std::vector<OutputCheck>& outputs, const isa::OpTable& ops) {
-  const Peak peak = peak_ops(spec);
+                         const std::vector<OutputCheck>& outputs) {
   const std::vector<NodeStats> totals = level_totals(spec, run);
   std::string s;
   s += fmt::format("fracsim: {} on {} ({} levels, {} leaves), {} mode\n", program.name, spec.name,
@@ -210,13 +254,13 @@ std::string summary_text(const MachineSpec& spec, const isa::Program& program, c
                    format_quantity(spec.root.controller.clock, QuantityKind::frequency),
                    static_cast<double>(run.picoseconds) * 1e-6);
   s += fmt::format("  matrix util   {:.2f}% of {} ops/cycle\n",
-                   100 * ratio(static_cast<double>(totals.back()[Counter::matrix_ops]),
-                               static_cast<double>(run.cycles) * peak.matrix),
-                   peak.matrix);
-  const EnergyReport energy = run_energy(spec, run, program, ops);
+                   100 * run_utilization(spec, run)[static_cast<size_t>(isa::UnitKind::matrix)],
+                   machine_peak(spec, isa::UnitKind::matrix, isa::DType::f32));
+  const EnergyReport energy = run_energy(spec, run);
   if (energy.configured) {
-    const double work = static_cast<double>(totals.back()[Counter::matrix_ops] +
-                                            totals.back()[Counter::vector_ops]);
+    double work = 0;
+    for (const isa::UnitKindDef& u : isa::unit_kinds())
+      work += static_cast<double>(totals.back()[unit_counter(u.kind)]);
     const double leakage = energy.total - energy.dynamic();
     s += fmt::format("  energy        {:.3f} uJ ({:.1f}% leakage; {:.3f} pJ per op; table {})\n",
                      energy.total * 1e-9, 100 * ratio(leakage, energy.total),

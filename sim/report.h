@@ -2,6 +2,7 @@
 // against the reference semantics run on the whole tensors. They live outside the models.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -41,8 +42,10 @@ nlohmann::ordered_json stats_json(const MachineSpec& spec, const isa::Program& p
                                   const RunResult& run, const std::vector<OutputCheck>& outputs,
                                   const isa::OpTable& ops = isa::OpTable::builtin());
 
+// Per leaf unit, its work at peak over the run's cycles (each dtype at its own peak).
+std::array<double, isa::kUnitKinds> run_utilization(const MachineSpec& spec, const RunResult& run);
+
 std::string summary_text(const MachineSpec& spec, const isa::Program& program, const RunResult& run,
-                         const std::vector<OutputCheck>& outputs,
-                         const isa::OpTable& ops = isa::OpTable::builtin());
+                         const std::vector<OutputCheck>& outputs);
 
 }  // namespace fracsim::sim

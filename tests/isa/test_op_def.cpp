@@ -12,7 +12,7 @@ TEST_CASE("the built-in ops load with their dims, operands and formulas") {
   const OpTable& t = OpTable::builtin();
   const OpDef& mm = t.get("matmul");
   CHECK(mm.opcode == 1);
-  CHECK(mm.unit == "matrix");
+  CHECK(mm.unit == UnitKind::matrix);
   REQUIRE(mm.dims.size() == 4);
   CHECK(mm.dim("K").kind == DimKind::reduce);
   CHECK(mm.dim("K").combine == "add");

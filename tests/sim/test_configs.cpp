@@ -111,11 +111,12 @@ TEST_CASE("the MLP runs in timing mode on every config of up to 256 leaves") {
     uint64_t matrix_ops = 0;
     for (const NodeReport& n : r.nodes) matrix_ops += n.stats[Counter::matrix_ops];
     CHECK(matrix_ops == mlp_matrix_ops);
-    const EnergyReport e = run_energy(m, r, mlp(), isa::OpTable::builtin());
+    const EnergyReport e = run_energy(m, r);
     CHECK(e.configured);
     CHECK(e.by_component[static_cast<size_t>(EnergyComponent::matrix_unit)] ==
           static_cast<double>(mlp_matrix_ops / 2) *
-              static_cast<double>(m.energy->mac[static_cast<size_t>(isa::DType::f32)]));
+              static_cast<double>(m.energy->unit_action[static_cast<size_t>(isa::UnitKind::matrix)]
+                                                       [static_cast<size_t>(isa::DType::f32)]));
     CHECK(e.total > e.dynamic());
     ++ran;
   }

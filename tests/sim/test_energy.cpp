@@ -39,7 +39,8 @@ const std::string kTable =
     "    core:\n"                                                        // 31
     "      memory: {read_per_byte: 1 pJ, write_per_byte: 2 pJ}\n"        // 32
     "      dma_per_byte: 0.5 pJ\n"                                       // 33
-    "      leakage: {memory: 5 uW, logic: 6 mW}\n";                      // 34
+    "      leakage: {memory: 5 uW, logic: 6 mW}\n"                       // 34
+    "  sort_op: {f32: 0.6 pJ, i32: 0.4 pJ, i16: 0.3 pJ, i8: 0.2 pJ}\n";  // 35
 
 std::string with(const std::string& from, const std::string& to) {
   return testing::replaced(kMachine + kTable, from, to);
@@ -122,9 +123,19 @@ TEST_CASE("the energy of a run, derived by hand from its action counts and the t
                node(1, 300, 40, 2000, 10, 0),  // root.cluster0.core1
                node(1, 0, 0, 0, 0, 0),         // root.cluster1.core0
                node(1, 0, 0, 0, 0, 0)};        // root.cluster1.core1
+  // The leaves' work by unit and dtype, as the run's layer tallies hold it: 4000 matrix ops =
+  // 2000 MACs (1000 f32 + 1000 i8), 40 vector ops (8 f32 + 32 i8), 50 sort ops (i32).
+  run.layers.resize(1);
+  auto work = [&](isa::UnitKind u, isa::DType d) -> uint64_t& {
+    return run.layers[0].work[static_cast<size_t>(u)][static_cast<size_t>(d)];
+  };
+  work(isa::UnitKind::matrix, isa::DType::f32) = 2000;
+  work(isa::UnitKind::matrix, isa::DType::i8) = 2000;
+  work(isa::UnitKind::vector, isa::DType::f32) = 8;
+  work(isa::UnitKind::vector, isa::DType::i8) = 32;
+  work(isa::UnitKind::sort, isa::DType::i32) = 50;
   // Level totals: clusters load 1000 B, store 200 B, combine 50 elements; cores load 600 B,
-  // store 80 B, do 4000 matrix ops = 2000 MACs (1000 f32 + 1000 i8 by the program's work) and
-  // 40 vector ops (8 f32 + 32 i8).
+  // store 80 B.
   // root (1 node): DRAM reads 1000 B x 100 pJ + writes 200 B x 150 pJ = 130000 pJ;
   //   leakage 1 W x 1 us = 1000000 pJ (memory) and 2 mW x 1 us = 2000 pJ (logic).
   //   Total 1132000 pJ.
@@ -136,18 +147,23 @@ TEST_CASE("the energy of a run, derived by hand from its action counts and the t
   // core (4 nodes): memory written by loads and by the units' results, 600 + 80 = 680 B x 2 pJ
   //   = 1360 pJ; read by write-backs and by the units' operand reads, 80 + 600 = 680 B x 1 pJ
   //   = 680 pJ; local memory 2040 pJ. DMA 680 B x 0.5 pJ = 340 pJ. MACs 1000 x 4 pJ + 1000 x
-  //   1 pJ = 5000 pJ. Vector 8 x 0.5 pJ + 32 x 0.1 pJ = 7.2 pJ. Leakage 4 x 5 uW x 1 us =
-  //   20 pJ, 4 x 6 mW x 1 us = 24000 pJ. Total 31407.2 pJ.
-  // Machine: 1132000 + 38575 + 31407.2 = 1201982.2 pJ.
-  const std::vector<LevelActions> actions =
-      run_actions(spec, run, mixed_program(), isa::OpTable::builtin());
+  //   1 pJ = 5000 pJ. Vector 8 x 0.5 pJ + 32 x 0.1 pJ = 7.2 pJ. Sort 50 x 0.4 pJ = 20 pJ.
+  //   Leakage 4 x 5 uW x 1 us = 20 pJ, 4 x 6 mW x 1 us = 24000 pJ. Total 31427.2 pJ.
+  // Machine: 1132000 + 38575 + 31427.2 = 1202002.2 pJ.
+  const std::vector<LevelActions> actions = run_actions(spec, run);
   REQUIRE(actions.size() == 3);
   const LevelActions& core = actions[2];
   CHECK(core.nodes == 4);
-  CHECK(core.macs[static_cast<size_t>(isa::DType::f32)] == 1000);
-  CHECK(core.macs[static_cast<size_t>(isa::DType::i8)] == 1000);
-  CHECK(core.vector_ops[static_cast<size_t>(isa::DType::f32)] == 8);
-  CHECK(core.vector_ops[static_cast<size_t>(isa::DType::i8)] == 32);
+  auto actions_of = [&](isa::UnitKind u, isa::DType d) {
+    return core.unit_actions[static_cast<size_t>(u)][static_cast<size_t>(d)];
+  };
+  CHECK(actions_of(isa::UnitKind::matrix, isa::DType::f32) == 1000);
+  CHECK(actions_of(isa::UnitKind::matrix, isa::DType::i8) == 1000);
+  CHECK(actions_of(isa::UnitKind::vector, isa::DType::f32) == 8);
+  CHECK(actions_of(isa::UnitKind::vector, isa::DType::i8) == 32);
+  CHECK(actions_of(isa::UnitKind::sort, isa::DType::i32) == 50);
+  CHECK(actions[1].unit_actions ==
+        std::array<std::array<uint64_t, isa::kDTypeCount>, isa::kUnitKinds>{});
   CHECK(core.memory_read_bytes == 680);
   CHECK(core.memory_write_bytes == 680);
   CHECK(core.dma_bytes == 680);
@@ -168,22 +184,23 @@ TEST_CASE("the energy of a run, derived by hand from its action counts and the t
   CHECK(e.by_level[1][at(EnergyComponent::lfu)] == 15e3);
   CHECK(e.by_level[2][at(EnergyComponent::matrix_unit)] == 5000e3);
   CHECK(e.by_level[2][at(EnergyComponent::vector_unit)] == 7200);
+  CHECK(e.by_level[2][at(EnergyComponent::sort_unit)] == 20e3);
   CHECK(e.by_level[2][at(EnergyComponent::memory_leakage)] == 20e3);
-  CHECK(e.total == 1201982200.0);
-  CHECK(e.dynamic() == 1201982200.0 - (1006020e3 + 34000e3));
+  CHECK(e.total == 1202002200.0);
+  CHECK(e.dynamic() == 1202002200.0 - (1006020e3 + 34000e3));
 
   // stats.json in picojoules.
   const auto j = stats_json(spec, mixed_program(), run, {})["energy_pj"];
   CHECK(j["configured"] == true);
   CHECK(j["table"] == "inline");
-  CHECK(j["total"] == 1201982.2);
+  CHECK(j["total"] == 1202002.2);
   CHECK(j["by_level"][0]["name"] == "root");
   CHECK(j["by_level"][0]["total"] == 1132000.0);
   CHECK(j["by_level"][1]["name"] == "cluster");
   CHECK(j["by_level"][1]["total"] == 38575.0);
-  CHECK(j["by_level"][2]["total"] == 31407.2);
+  CHECK(j["by_level"][2]["total"] == 31427.2);
   CHECK(j["by_component"].dump() ==
-        R"({"matrix_unit":5000.0,"vector_unit":7.2,"lfu":15.0,"dram":130000.0,)"
+        R"({"matrix_unit":5000.0,"vector_unit":7.2,"sort_unit":20.0,"lfu":15.0,"dram":130000.0,)"
         R"("local_memory":23000.0,"dma":3940.0,"memory_leakage":1006020.0,)"
         R"("logic_leakage":34000.0})");
 }
@@ -213,7 +230,7 @@ TEST_CASE("a simulated run: one matmul on one core, its counters and energy by h
   //   320 pJ; DMA 320 B x 0.5 pJ = 160 pJ; 128 MACs x 4 pJ = 512 pJ.
   // Dynamic: 35200 + 640 + 320 + 160 + 512 = 36832 pJ. Leakage: (1 W + 2 mW) at the root and
   // (5 uW + 6 mW) at the core, over the run's simulated time.
-  const EnergyReport e = run_energy(spec, run, program, isa::OpTable::builtin());
+  const EnergyReport e = run_energy(spec, run);
   CHECK(e.dynamic() == 36832e3);
   CHECK(e.by_level[1][at(EnergyComponent::matrix_unit)] == 512e3);
   const double ps = static_cast<double>(run.picoseconds);
@@ -232,19 +249,20 @@ TEST_CASE("a machine without a table reports energy 0 and says it is not configu
   run.picoseconds = 1000;
   run.nodes = {node(-1, 0, 0, 0, 0, 0), node(0, 64, 0, 0, 0, 0)};
   const auto j = stats_json(spec, mixed_program(), run, {})["energy_pj"];
-  CHECK(j.dump() ==
-        R"({"configured":false,"table":null,"total":0.0,"by_level":[)"
-        R"({"name":"root","total":0.0,"by_component":{"matrix_unit":0.0,"vector_unit":0.0,)"
-        R"("lfu":0.0,"dram":0.0,"local_memory":0.0,"dma":0.0,"memory_leakage":0.0,)"
-        R"("logic_leakage":0.0}},)"
-        R"({"name":"cluster","total":0.0,"by_component":{"matrix_unit":0.0,"vector_unit":0.0,)"
-        R"("lfu":0.0,"dram":0.0,"local_memory":0.0,"dma":0.0,"memory_leakage":0.0,)"
-        R"("logic_leakage":0.0}},)"
-        R"({"name":"core","total":0.0,"by_component":{"matrix_unit":0.0,"vector_unit":0.0,)"
-        R"("lfu":0.0,"dram":0.0,"local_memory":0.0,"dma":0.0,"memory_leakage":0.0,)"
-        R"("logic_leakage":0.0}}],)"
-        R"("by_component":{"matrix_unit":0.0,"vector_unit":0.0,"lfu":0.0,"dram":0.0,)"
-        R"("local_memory":0.0,"dma":0.0,"memory_leakage":0.0,"logic_leakage":0.0}})");
+  CHECK(
+      j.dump() ==
+      R"({"configured":false,"table":null,"total":0.0,"by_level":[)"
+      R"({"name":"root","total":0.0,"by_component":{"matrix_unit":0.0,"vector_unit":0.0,"sort_unit":0.0,)"
+      R"("lfu":0.0,"dram":0.0,"local_memory":0.0,"dma":0.0,"memory_leakage":0.0,)"
+      R"("logic_leakage":0.0}},)"
+      R"({"name":"cluster","total":0.0,"by_component":{"matrix_unit":0.0,"vector_unit":0.0,"sort_unit":0.0,)"
+      R"("lfu":0.0,"dram":0.0,"local_memory":0.0,"dma":0.0,"memory_leakage":0.0,)"
+      R"("logic_leakage":0.0}},)"
+      R"({"name":"core","total":0.0,"by_component":{"matrix_unit":0.0,"vector_unit":0.0,"sort_unit":0.0,)"
+      R"("lfu":0.0,"dram":0.0,"local_memory":0.0,"dma":0.0,"memory_leakage":0.0,)"
+      R"("logic_leakage":0.0}}],)"
+      R"("by_component":{"matrix_unit":0.0,"vector_unit":0.0,"sort_unit":0.0,"lfu":0.0,"dram":0.0,)"
+      R"("local_memory":0.0,"dma":0.0,"memory_leakage":0.0,"logic_leakage":0.0}})");
   const std::string summary = summary_text(spec, mixed_program(), run, {});
   CHECK(summary.find("  energy        not configured (the machine config has no energy "
                      "table)\n") != std::string::npos);
@@ -277,9 +295,13 @@ TEST_CASE("every key of the table is required and checked, with file, line and k
   CHECK(error_of(with(" i16: 2 pJ,", "")) == "bad.yaml:20: energy.mac.i16: missing required key");
   CHECK(error_of(with("i32: 0.25 pJ, ", "")) ==
         "bad.yaml:21: energy.vector_op.i32: missing required key");
+  CHECK(error_of(with("  sort_op: {f32: 0.6 pJ, i32: 0.4 pJ, i16: 0.3 pJ, i8: 0.2 pJ}\n", "")) ==
+        "bad.yaml:20: energy.sort_op: missing required key");
+  CHECK(error_of(with("i16: 0.3 pJ, ", "")) ==
+        "bad.yaml:35: energy.sort_op.i16: missing required key");
   CHECK(error_of(with("  lfu_op: 0.3 pJ\n", "  lfu_op: 0.3 pJ\n  colour: red\n")) ==
         "bad.yaml:23: energy.colour: unknown key (expected one of: levels, lfu_op, mac, root, "
-        "vector_op)");
+        "sort_op, vector_op)");
   CHECK(error_of(with("    leakage: {memory: 1 W",
                       "    dma_per_byte: 1 pJ\n    leakage: {memory: 1 W")) ==
         "bad.yaml:25: energy.root.dma_per_byte: unknown key (expected one of: leakage, memory)");

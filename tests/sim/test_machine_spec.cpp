@@ -113,6 +113,8 @@ TEST_CASE("tiny.yaml's effective config lists every value and what was defaulted
       "vector_op": {"f32": "900 fJ", "f16": "400 fJ", "i32": "100 fJ", "i16": "50 fJ",
                     "i8": "30 fJ", "u8": "30 fJ", "u16": "50 fJ", "u32": "100 fJ",
                     "u64": "200 fJ", "i64": "200 fJ", "f64": "1800 fJ", "defaulted": []},
+      "sort_op": {"f32": "900 fJ", "i32": "100 fJ", "i16": "50 fJ", "i8": "30 fJ",
+                  "defaulted": []},
       "lfu_op": "900 fJ",
       "root": {"memory": {"read_per_byte": "162500 fJ", "write_per_byte": "162500 fJ",
                           "defaulted": []},
@@ -182,7 +184,11 @@ TEST_CASE("configs/f1.yaml loads with its exact values") {
   CHECK(m.effective["levels"][0]["memory"]["bandwidth"] == "1024 GB/s");
   REQUIRE(m.energy.has_value());
   CHECK(m.energy->source == "energy/f1-16nm.yaml");
-  CHECK(m.energy->mac[static_cast<size_t>(isa::DType::f32)] == 1380);
+  const auto& action = m.energy->unit_action;
+  CHECK(action[static_cast<size_t>(isa::UnitKind::matrix)][static_cast<size_t>(isa::DType::f32)] ==
+        1380);
+  CHECK(action[static_cast<size_t>(isa::UnitKind::sort)][static_cast<size_t>(isa::DType::i16)] ==
+        15);
   CHECK(m.energy->levels.size() == 2);
   CHECK(m.energy->levels[1].leakage.memory == 62500);
 }

@@ -1,0 +1,119 @@
+#include "sim/layer_report.h"
+
+#include <algorithm>
+
+#include "isa/decompose/localize.h"
+#include "isa/error.h"
+#include "sim/leaf_unit.h"
+
+namespace fracsim::sim {
+
+double machine_peak(const MachineSpec& spec, isa::UnitKind unit, isa::DType dtype) {
+  const LevelSpec& leaf = spec.levels.back();
+  std::map<std::string, int64_t> params = unit_parameter_values(leaf);
+  const MatrixShape m = leaf.matrix.for_dtype(dtype);
+  params["rows"] = m.rows;
+  params["cols"] = m.cols;
+  const double clock_ratio =
+      static_cast<double>(leaf.controller.clock) / static_cast<double>(spec.root.controller.clock);
+  return static_cast<double>(spec.leaves()) * isa::unit_peak(unit, params) * clock_ratio;
+}
+
+std::array<double, isa::kUnitKinds> ideal_cycles(const MachineSpec& spec,
+                                                 const UnitWorkTable& work) {
+  std::array<double, isa::kUnitKinds> out{};
+  for (size_t u = 0; u < isa::kUnitKinds; ++u)
+    for (size_t d = 0; d < isa::kDTypeCount; ++d)
+      if (work[u][d] > 0)
+        out[u] += static_cast<double>(work[u][d]) /
+                  machine_peak(spec, static_cast<isa::UnitKind>(u), static_cast<isa::DType>(d));
+  return out;
+}
+
+UnitWorkTable run_work(const RunResult& run) {
+  UnitWorkTable work{};
+  for (const LayerTally& layer : run.layers)
+    for (size_t u = 0; u < isa::kUnitKinds; ++u)
+      for (size_t d = 0; d < isa::kDTypeCount; ++d) work[u][d] += layer.work[u][d];
+  return work;
+}
+
+std::vector<uint64_t> attributed_cycles(const MachineSpec& spec, const RunResult& run) {
+  const uint64_t period = spec.root.controller.period_ps();
+  std::vector<uint64_t> out(run.spans.size());
+  uint64_t before = 0;
+  for (size_t i = 0; i < run.spans.size(); ++i) {
+    const uint64_t end = (run.spans[i].end_ps + period - 1) / period;
+    FRACSIM_ASSERT(end >= before, "instruction {} completed before instruction {}", i, i - 1);
+    out[i] = end - before;
+    before = end;
+  }
+  // Nothing runs after the last instruction completes; should it, the last is charged for it.
+  if (!out.empty() && run.cycles > before) out.back() += run.cycles - before;
+  return out;
+}
+
+std::vector<LayerRecord> layer_records(const MachineSpec& spec, const isa::Program& program,
+                                       const isa::OpTable& ops, const RunResult& run) {
+  const uint64_t period = spec.root.controller.period_ps();
+  const double clock = static_cast<double>(spec.root.controller.clock);
+  const std::vector<uint64_t> charged = attributed_cycles(spec, run);
+  // Aggregate bandwidths into each level, in bytes per root cycle: the memories of the nodes
+  // one level up, and the links from them to the level's nodes (one direction).
+  std::vector<double> memory_bw, link_bw;
+  for (size_t l = 0; l < spec.levels.size(); ++l) {
+    const double parents = l == 0 ? 1.0 : static_cast<double>(spec.nodes_at(l - 1));
+    const MemorySpec& pm = l == 0 ? spec.root.memory : spec.levels[l - 1].memory;
+    memory_bw.push_back(parents * static_cast<double>(pm.bandwidth) / clock);
+    link_bw.push_back(static_cast<double>(spec.nodes_at(l)) *
+                      static_cast<double>(spec.levels[l].link.bandwidth) / clock);
+  }
+  std::vector<LayerRecord> out;
+  for (const LayerTally& t : run.layers) {
+    LayerRecord r;
+    r.name = t.name;
+    r.instructions = t.instructions.size();
+    r.levels = t.levels;
+    r.work = t.work;
+    uint64_t start_ps = UINT64_MAX, end_ps = 0;
+    for (size_t i : t.instructions) {
+      const isa::Instruction& instr = program.instructions[i];
+      const isa::OpDef& op = ops.get(instr.opcode);
+      if (std::find(r.ops.begin(), r.ops.end(), op.name) == r.ops.end()) r.ops.push_back(op.name);
+      for (size_t o = 0; o < instr.operands.size(); ++o) {
+        if (isa::operand_is_read(op, instr, o)) r.read_bytes += instr.operands[o].stored_bytes();
+        if (op.operands[o].role == isa::OperandRole::out)
+          r.written_bytes += instr.operands[o].stored_bytes();
+      }
+      start_ps = std::min(start_ps, run.spans[i].start_ps);
+      end_ps = std::max(end_ps, run.spans[i].end_ps);
+      r.cycles += charged[i];
+    }
+    r.start_cycle = start_ps / period;
+    r.end_cycle = (end_ps + period - 1) / period;
+    r.compute_bound = ideal_cycles(spec, t.work);
+    for (size_t u = 0; u < isa::kUnitKinds; ++u) {
+      for (uint64_t w : t.work[u]) r.unit_ops[u] += w;
+      r.utilization[u] = r.cycles > 0 ? r.compute_bound[u] / static_cast<double>(r.cycles) : 0;
+      if (r.compute_bound[u] > r.bound || r.bounding.empty()) {
+        r.bound = r.compute_bound[u];
+        r.bounding = "compute:" + isa::unit_name(static_cast<isa::UnitKind>(u));
+      }
+    }
+    const double total = static_cast<double>(r.read_bytes + r.written_bytes);
+    const double one_way = static_cast<double>(std::max(r.read_bytes, r.written_bytes));
+    for (size_t l = 0; l < spec.levels.size(); ++l) {
+      const double b = std::max(total / memory_bw[l], one_way / link_bw[l]);
+      r.bandwidth_bound.push_back(b);
+      if (b > r.bound) {
+        r.bound = b;
+        r.bounding = "bw:" + spec.levels[l].name;
+      }
+    }
+    r.attained = r.cycles > 0 ? r.bound / static_cast<double>(r.cycles) : 0;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace fracsim::sim
