@@ -648,6 +648,16 @@ TEST_CASE("assembly: text round trip is byte-identical for every feature") {
       CHECK(encode_program(back) == encode_program(p));
       CHECK(back == p);
       CHECK(disassemble(back, *ops) == text);
+      // And with names: runs, returns to unnamed, names that need quoting.
+      Program named = p;
+      const std::vector<std::string> layers = {
+          "", "conv 1", "conv 1", "#7", "q\"uo;te\\", std::string("\x01\xff\0z", 4), "", "fc"};
+      for (size_t i = 0; i < named.instructions.size(); ++i)
+        named.instruction_names.push_back(layers[i / 3 % layers.size()]);
+      const Program named_back = assemble(disassemble(named, *ops), "f.fasm", *ops);
+      CHECK(named_back == named);
+      CHECK(encode_program(named_back) == encode_program(named));
+      CHECK(decode_program(encode_program(named), "f.fbin") == named);
     }
   }
   // Reals print as the shortest decimal that reads back to the same bits.
@@ -668,6 +678,48 @@ TEST_CASE("assembly: text round trip is byte-identical for every feature") {
   CHECK(text.find(" lo=-0 hi=5e-324\n") != std::string::npos);
   CHECK(text.find(" lo=-inf hi=inf\n") != std::string::npos);
   CHECK(text.find(".data bytes 0x0 f32 0\n") != std::string::npos);  // empty: no hex token
+}
+
+TEST_CASE("assembly: instruction names") {
+  const OpDef& act = OpTable::builtin().get("activation");
+  const TensorRef v = tensor(0, DType::f32, {1, 1, 1, 1, 1, 4}, {0, 0, 0, 0, 0, 1});
+  const std::string line =
+      "activation in=f32@0x0[1,1,1,1,1,4:0,0,0,0,0,1] out=f32@0x0[1,1,1,1,1,4:0,0,0,0,0,1] "
+      "fn=relu alpha=0 frac_bits=0\n";
+  Program p;
+  p.name = "n";
+  p.footprint = 16;
+  p.instructions.assign(5, Instruction{act.opcode, {v, v}, {0, real_to_attr(0.0), 0}});
+  const std::string head = "; fracsim assembly, format 1\n.program n\n.footprint 16\n";
+  // A name that needs quoting, a return to unnamed, a name used again.
+  p.instruction_names = {"relu 1", "relu 1", "", "fc", "relu 1"};
+  const std::string text = head + ".layer \"relu 1\"\n" + line + line + ".layer \"\"\n" + line +
+                           ".layer fc\n" + line + ".layer \"relu 1\"\n" + line;
+  CHECK(disassemble(p, OpTable::builtin()) == text);
+  CHECK(assemble(text, "n.fasm", OpTable::builtin()) == p);
+  // Unnamed first: .layer "" before it, so that the names are kept.
+  p.instruction_names = {"", "", "x", "x", "x"};
+  const std::string unnamed_first =
+      head + ".layer \"\"\n" + line + line + ".layer x\n" + line + line + line;
+  CHECK(disassemble(p, OpTable::builtin()) == unnamed_first);
+  CHECK(assemble(unnamed_first, "n.fasm", OpTable::builtin()) == p);
+  // Instructions before the first .layer are unnamed; a .layer before an instruction of the same
+  // name changes nothing; a .layer after the last instruction names none.
+  const std::string loose = head + line + line + ".layer x\n.layer x\n" + line + line +
+                            ".layer x\n" + line + ".layer y\n";
+  CHECK(assemble(loose, "n.fasm", OpTable::builtin()) == p);
+  // No .layer: no names; instructions are named by their index.
+  const Program bare = assemble(head + line + line, "n.fasm", OpTable::builtin());
+  CHECK(bare.instruction_names.empty());
+  CHECK(instruction_name(bare, 0) == "#0");
+  CHECK(instruction_name(bare, 1) == "#1");
+  CHECK(disassemble(bare, OpTable::builtin()) == head + line + line);
+  auto err = [&](const std::string& body) {
+    return config_error_of([&] { assemble(head + body, "n.fasm", OpTable::builtin()); });
+  };
+  CHECK(err(".layer\n") == "n.fasm:4: .layer: expected NAME, got 0 arguments");
+  CHECK(err(".layer a b\n") == "n.fasm:4: .layer: expected NAME, got 2 arguments");
+  CHECK(err(".layer \"a\" \"b\"\n") == "n.fasm:4: .layer: unexpected quoted string \"b\"");
 }
 
 TEST_CASE("assembly: disassemble rejects what the text cannot carry back") {
