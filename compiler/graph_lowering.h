@@ -44,6 +44,7 @@ struct PendingInstruction {
   const isa::OpDef* op = nullptr;
   std::vector<View> operands;
   std::vector<int64_t> attrs;
+  std::string name;  // the layer or ONNX node it lowers
 };
 
 using AttrValues = std::vector<std::pair<std::string, std::string>>;
@@ -70,6 +71,7 @@ class GraphLowering {
   static View reshaped(View v, const isa::Shape& shape, int64_t offset = 0);
   // A copy of `src` into `dst` (eltwise max of src with itself: exact for every value).
   void copy(const View& src, const View& dst);
+  // Appends an instruction named by the layer being lowered (layer_name_).
   void emit(const std::string& op_name, std::vector<View> operands, const AttrValues& values);
 
   void lower_layer(const Layer& l);
@@ -128,6 +130,8 @@ class GraphLowering {
   std::map<std::string, std::pair<std::string, int64_t>> slices_;
   std::map<std::string, int> concat_buffers_;  // concat layer -> its buffer, made on first use
   std::vector<PendingInstruction> pending_;
+  // The name of the layer lower_layer is lowering: every instruction emit appends carries it.
+  std::string layer_name_;
 };
 
 }  // namespace fracsim::compiler

@@ -40,6 +40,7 @@ Compilation GraphLowering::run() {
 }
 
 void GraphLowering::lower_layer(const Layer& l) {
+  layer_name_ = l.node.empty() ? l.name : l.node;
   switch (l.kind) {
     case LayerKind::dense:
       return lower_dense(l);
@@ -156,8 +157,10 @@ void GraphLowering::copy(const View& src, const View& dst) {
 void GraphLowering::emit(const std::string& op_name, std::vector<View> operands,
                          const AttrValues& values) {
   const isa::OpDef& op = ops_.get(op_name);
+  FRACSIM_ASSERT(!layer_name_.empty(), "op {} emitted outside a layer", op_name);
   PendingInstruction in;
   in.op = &op;
+  in.name = layer_name_;
   // Views of a lower rank than the op's operands gain leading dims of extent 1 (a matrix is a
   // batch of one for matmul; eltwise sees up to 6 dims).
   for (size_t k = 0; k < operands.size(); ++k) {
@@ -269,6 +272,7 @@ isa::Program GraphLowering::materialize(const MemoryPlan& plan) const {
     in.attrs = pi.attrs;
     for (const View& v : pi.operands) in.operands.push_back(ref(v));
     p.instructions.push_back(std::move(in));
+    p.instruction_names.push_back(pi.name);
   }
   for (size_t b = 0; b < buffers_.size(); ++b) {
     const Buffer& buf = buffers_[b];

@@ -18,6 +18,9 @@
 //   integer inputs, +-1/sqrt(fan-in) for the weights and biases of dense and conv2d layers,
 //   [0.5, 1.5) for batchnorm's scale and var and layernorm's gamma, [-0.5, 0.5) for batchnorm's
 //   bias and mean and layernorm's beta;
+// - every instruction is named (Program::instruction_names) by the layer it lowers: a YAML
+//   layer's name, an ONNX node's (Layer::node); a copy a layer makes of its input (a strided
+//   view made contiguous, a concat's input) is named by that layer;
 // - symbols: the inputs, then the weights ("<layer>.weight", "<layer>.bias", "<layer>.scale",
 //   ...), then the outputs.
 #pragma once

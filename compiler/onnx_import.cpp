@@ -187,7 +187,7 @@ Workload OnnxImporter::run() {
 }
 
 // A graph output that is a constant: the constant as a weight "<name>.value", copied into a
-// layer that computes the output.
+// layer that computes the output (its instruction named by the output, as no node computes it).
 void OnnxImporter::add_constant_output(const onnx::TensorProto& c) {
   auto dt = dtype_from_onnx(c.data_type());
   if (!dt)
@@ -344,6 +344,9 @@ Layer& OnnxImporter::add_layer(const Node& n, LayerKind kind, std::vector<std::s
                                  name, isa::shape_str(shape)));
   Layer l;
   l.name = name;
+  // Names the layer's instructions: ONNX node names are optional, unnamed ones get their op type
+  // and index in the graph.
+  l.node = n.name().empty() ? fmt::format("{}_{}", n.op_type(), node_index_) : n.name();
   l.kind = kind;
   l.inputs = std::move(inputs);
   l.output = {name, dtype, std::move(shape)};

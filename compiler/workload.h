@@ -66,6 +66,10 @@ std::string_view layer_kind_name(LayerKind k);
 // mean, var], layernorm [x, gamma, beta], gemm [a, b, c]).
 struct Layer {
   std::string name;
+  // What the instructions lowered from this layer are named (Program::instruction_names): the
+  // ONNX node it comes from (its name, or "OpType_K" for the unnamed node K of the graph);
+  // empty for a YAML layer, whose instructions carry `name`.
+  std::string node;
   LayerKind kind = LayerKind::dense;
   std::vector<std::string> inputs;  // tensor names: one for dense/relu, two (a, b) for add/matmul
   int64_t units = 0;                // dense only

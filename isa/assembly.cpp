@@ -34,7 +34,7 @@ class Assembler {
     if (tokens.empty()) return;
     const std::string& head = tokens[0].text;
     // Quoted tokens are names, allowed only where a directive takes a name.
-    size_t name_at = head == ".program" ? 1 : head == ".symbol" ? 2 : 0;
+    size_t name_at = head == ".program" || head == ".layer" ? 1 : head == ".symbol" ? 2 : 0;
     for (size_t i = 0; i < tokens.size(); ++i)
       if (tokens[i].quoted && i != name_at)
         throw error(i == 0 ? "" : head,
@@ -47,6 +47,8 @@ class Assembler {
       symbol(tokens);
     else if (head == ".data")
       data(tokens);
+    else if (head == ".layer")
+      layer(tokens);
     else if (head[0] == '.')
       throw error("", fmt::format("unknown directive '{}'", head));
     else
@@ -125,6 +127,15 @@ class Assembler {
     expect_args(t, 1, "NAME");
     once(program_line_, t[0].text);
     p_.name = t[1].text;
+  }
+
+  // From the first .layer on, every instruction is named (those before it unnamed); a program
+  // without .layer names none.
+  void layer(const std::vector<Token>& t) {
+    expect_args(t, 1, "NAME");
+    if (!named_) p_.instruction_names.resize(p_.instructions.size());
+    named_ = true;
+    layer_ = t[1].text;
   }
 
   void footprint(const std::vector<Token>& t) {
@@ -260,6 +271,7 @@ class Assembler {
                                           "defaults)",
                                           op->attributes[a].name));
     p_.instructions.push_back(std::move(in));
+    if (named_) p_.instruction_names.push_back(layer_);
   }
 
   int64_t attr_value(const OpDef& op, const AttrDef& ad, const std::string& v) const {
@@ -293,6 +305,8 @@ class Assembler {
   int line_ = 0;
   int program_line_ = 0;
   int footprint_line_ = 0;
+  bool named_ = false;  // a .layer was seen
+  std::string layer_;   // the name of the instructions that follow
 };
 
 }  // namespace
@@ -327,6 +341,11 @@ std::string disassemble(const Program& p, const OpTable& ops) {
     if (!op)
       throw fail(fmt::format("instruction {}", i), fmt::format("unknown opcode {:#x}", in.opcode));
     const std::string where = fmt::format("instruction {} ({})", i, op->name);
+    // Where the name changes; before the first instruction even when it is unnamed, so that
+    // the names (all of them or none) read back as they are.
+    if (!p.instruction_names.empty() &&
+        (i == 0 || p.instruction_names[i] != p.instruction_names[i - 1]))
+      out += fmt::format(".layer {}\n", name_str(p.instruction_names[i]));
     if (in.operands.size() != op->operands.size() || in.attrs.size() != op->attributes.size())
       throw fail(where, fmt::format("{} operands and {} attributes, but the op declares {} and {}",
                                     in.operands.size(), in.attrs.size(), op->operands.size(),

@@ -7,7 +7,17 @@
 //   .symbol input x f32@0x0[64,784:784,1]   ROLE NAME TENSOR
 //   .data random 0x0 f32 50176 seed=1000004 lo=-1 hi=1
 //   .data bytes 0x100 i8 4 01ff7f80         the hex is omitted when the segment is empty
-//   matmul a=f32@0x0[64,784:784,1] b=... out=... accumulate=0
+//   .layer fc1                              names the instructions after it, up to the next
+//   matmul a=f32@0x0[64,784:784,1] b=... out=... accumulate=0     .layer (a name quoted as for
+//   eltwise a=... b=... out=... fn=add                            .program); .layer "" goes
+//   .layer ""                                                     back to unnamed
+//   activation in=... out=... fn=relu alpha=0 frac_bits=0
+//
+// Without any .layer the program names no instruction (Program::instruction_names is empty and
+// instruction_name gives "#0", "#1", ...); from the first .layer on, every instruction has an
+// entry ("" for those before it). disassemble writes .layer before each instruction whose name
+// differs from the previous one's, and before the first instruction of a program with names
+// even when it is unnamed, so that the names read back exactly.
 //
 // An instruction is its op's name followed by name=value for every operand and attribute, in
 // any order (disassemble writes the op's declared order). Tensors are written as tensor_str

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -22,6 +23,11 @@ constexpr size_t kMinTensorBytes = 8 + 1 + 1;
 constexpr size_t kMinInstructionBytes = 2 + 1 + 1;
 constexpr size_t kMinSegmentBytes = 1 + 8 + 1 + 8;
 constexpr size_t kMinSymbolBytes = 4 + 1 + kMinTensorBytes;
+constexpr size_t kMinSectionBytes = 4 + 2 + 4;
+constexpr size_t kMinNameBytes = 4;
+
+constexpr char kNamesTag[4] = {'N', 'A', 'M', 'E'};
+constexpr uint16_t kNamesVersion = 1;
 
 class ByteWriter {
  public:
@@ -168,6 +174,113 @@ TensorRef read_tensor(ByteReader& r) {
   return t;
 }
 
+// The NAME section's payload: the distinct names in order of first use, then one index per
+// instruction.
+std::vector<uint8_t> names_payload(const Program& p) {
+  std::vector<const std::string*> names;
+  std::unordered_map<std::string, uint32_t> index;
+  std::vector<uint32_t> ids;
+  ids.reserve(p.instruction_names.size());
+  for (const std::string& n : p.instruction_names) {
+    if (n.empty()) {
+      ids.push_back(kUnnamed);
+      continue;
+    }
+    auto [it, fresh] = index.emplace(n, static_cast<uint32_t>(names.size()));
+    if (fresh) names.push_back(&n);
+    ids.push_back(it->second);
+  }
+  ByteWriter w;
+  w.u32(static_cast<uint32_t>(names.size()));
+  for (const std::string* n : names) w.str(*n);
+  for (uint32_t id : ids) w.u32(id);
+  return std::move(w.out());
+}
+
+// Reads a NAME payload that ends at the reader's end. Only the form names_payload writes is
+// accepted (names distinct, not empty, in order of first use, each used), so that every file
+// decode accepts re-encodes to the same bytes.
+void read_names(ByteReader& r, uint32_t section, size_t n_instr, Program& p) {
+  r.enter("section", section);
+  const uint32_t n_names = r.count("name", kMinNameBytes);
+  std::vector<std::string> names;
+  std::unordered_map<std::string, uint32_t> seen;
+  names.reserve(n_names);
+  for (uint32_t k = 0; k < n_names; ++k) {
+    const size_t at = r.offset();
+    names.push_back(r.str("name"));
+    if (names.back().empty())
+      throw r.error(at, fmt::format("section {}: name {} is empty (an unnamed instruction has the "
+                                    "index {:#x})",
+                                    section, k, kUnnamed));
+    auto [it, fresh] = seen.emplace(names.back(), k);
+    if (!fresh)
+      throw r.error(at, fmt::format("section {}: name {} '{}' repeats name {}", section, k,
+                                    names.back(), it->second));
+  }
+  p.instruction_names.reserve(n_instr);
+  uint32_t next_new = 0;  // names are listed in order of first use
+  for (size_t i = 0; i < n_instr; ++i) {
+    r.enter("instruction", static_cast<uint32_t>(i));
+    const size_t at = r.offset();
+    const uint32_t id = r.u32("name index");
+    if (id == kUnnamed) {
+      p.instruction_names.emplace_back();
+      continue;
+    }
+    if (id >= n_names)
+      throw r.error(
+          at, fmt::format("instruction {} has name index {}, past the {} names", i, id, n_names));
+    if (id > next_new)
+      throw r.error(at, fmt::format("instruction {} uses name {} before name {} (names are "
+                                    "listed in order of first use)",
+                                    i, id, next_new));
+    if (id == next_new) ++next_new;
+    p.instruction_names.push_back(names[id]);
+  }
+  if (next_new != n_names)
+    throw r.error(r.offset(), fmt::format("section {}: name {} '{}' names no instruction", section,
+                                          next_new, names[next_new]));
+}
+
+// The sections of a version-2 file, from the reader's position to `body_end`.
+void read_sections(ByteReader& r, size_t body_end, size_t n_instr, Program& p) {
+  r.enter(nullptr, 0);
+  const size_t at = r.offset();
+  const uint32_t n = r.count("section", kMinSectionBytes);
+  if (n == 0) throw r.error(at, "section count 0 (a file without sections ends after its symbols)");
+  bool have_names = false;
+  for (uint32_t i = 0; i < n; ++i) {
+    r.enter("section", i);
+    const size_t tag_at = r.offset();
+    const std::vector<uint8_t> tag = r.raw(4, "tag");
+    const size_t version_at = r.offset();
+    const uint16_t version = r.u16("version");
+    const uint32_t length = r.u32("length");
+    r.need(length, "payload");
+    const size_t end = r.offset() + length;
+    if (std::memcmp(tag.data(), kNamesTag, sizeof kNamesTag) != 0) {
+      r.skip(length);  // a tag this version does not know (a later one's): skipped
+      continue;
+    }
+    if (have_names) throw r.error(tag_at, fmt::format("section {}: a second NAME section", i));
+    have_names = true;
+    if (n_instr == 0)  // never written: a program without instructions names none
+      throw r.error(tag_at, fmt::format("section {}: a NAME section without instructions", i));
+    if (version != kNamesVersion)
+      throw r.error(version_at, fmt::format("section {}: NAME section version {} is not supported "
+                                            "(this fracsim reads version {})",
+                                            i, version, kNamesVersion));
+    r.set_end(end);
+    read_names(r, i, n_instr, p);
+    if (r.remaining() != 0)
+      throw r.error(r.offset(), fmt::format("section {}: {} unexpected bytes at the end of the "
+                                            "NAME section",
+                                            i, r.remaining()));
+    r.set_end(body_end);
+  }
+}
+
 }  // namespace
 
 uint32_t fnv1a32(const uint8_t* data, size_t size) {
@@ -200,6 +313,10 @@ void check_representable(const Program& p) {
   check_u32(p.instructions.size(), "instruction count");
   check_u32(p.data.size(), "data segment count");
   check_u32(p.symbols.size(), "symbol count");
+  if (!p.instruction_names.empty() && p.instruction_names.size() != p.instructions.size())
+    throw fail("instruction names", fmt::format("{} names for {} instructions",
+                                                p.instruction_names.size(), p.instructions.size()));
+  for (const std::string& n : p.instruction_names) check_u32(n.size(), "instruction name length");
   for (size_t i = 0; i < p.instructions.size(); ++i) {
     const Instruction& in = p.instructions[i];
     if (in.operands.size() > 255 || in.attrs.size() > 255)
@@ -266,6 +383,19 @@ std::vector<uint8_t> encode_program(const Program& p) {
     w.u8(static_cast<uint8_t>(s.role));
     write_tensor(w, s.tensor);
   }
+  if (!p.instruction_names.empty()) {
+    const std::vector<uint8_t> names = names_payload(p);
+    if (names.size() > std::numeric_limits<uint32_t>::max())
+      throw ConfigError(
+          fmt::format("program '{}': instruction names: {} bytes exceed the "
+                      "format's 32-bit limit",
+                      p.name, names.size()));
+    w.u32(1);  // section count
+    for (char c : kNamesTag) w.u8(static_cast<uint8_t>(c));
+    w.u16(kNamesVersion);
+    w.u32(static_cast<uint32_t>(names.size()));
+    w.raw(names);
+  }
   std::vector<uint8_t>& out = w.out();
   w.u32(fnv1a32(out.data(), out.size()));
   return std::move(out);
@@ -277,16 +407,16 @@ Program decode_program(const std::vector<uint8_t>& bytes, const std::string& sou
   ByteReader r(bytes, bytes.size(), source);
   r.skip(sizeof kMagic);
   uint16_t version = r.u16("format version");
-  if (version != kFbinVersion)
+  if (version < kFbinOldestVersion || version > kFbinVersion)
     throw ConfigError(
         fmt::format("{}: format version {} is not supported (this fracsim reads "
-                    "version {})",
-                    source, version, kFbinVersion));
+                    "versions {} to {})",
+                    source, version, kFbinOldestVersion, kFbinVersion));
   size_t at = r.offset();
   uint16_t flags = r.u16("flags");
   if (flags != 0)
-    throw r.error(at, fmt::format("unsupported flags {:#06x} (version {} defines none)", flags,
-                                  kFbinVersion));
+    throw r.error(
+        at, fmt::format("unsupported flags {:#06x} (version {} defines none)", flags, version));
 
   // The checksum is checked before the body is interpreted, so that a corrupted file is reported
   // as such rather than as whatever garbage field the corruption happens to hit first.
@@ -370,6 +500,7 @@ Program decode_program(const std::vector<uint8_t>& bytes, const std::string& sou
     p.symbols.push_back(std::move(s));
   }
 
+  if (version >= 2 && r.remaining() != 0) read_sections(r, body_end, n_instr, p);
   if (r.remaining() != 0)
     throw r.error(r.offset(),
                   fmt::format("{} unexpected bytes before the checksum", r.remaining()));

@@ -10,8 +10,21 @@
 //   data segments: u8 kind, u64 address, u8 dtype, u64 count (elements), then
 //                  bytes: count * dtype_size bytes | random: u64 seed, f64 lo, f64 hi (IEEE bits)
 //   symbols:       u32 name length + name bytes, u8 role, tensor
-//   tensor:        u64 address, u8 dtype, u8 rank, rank x (i64 extent, i64 stride)
+//   sections:      (version 2) absent when the program has none, so that a file without
+//                  sections is laid out as version 1 was; else u32 section count (at least 1),
+//                  then per section a 4-byte tag, u16 section version, u32 payload length and
+//                  the payload
 //   u32 FNV-1a checksum of every byte before it.
+// where
+//   tensor:        u64 address, u8 dtype, u8 rank, rank x (i64 extent, i64 stride)
+//
+// Sections carry what a program may or may not have. A decoder skips a section whose tag it
+// does not know (and does not keep it), so that a later version can add sections older readers
+// ignore; a known tag at a version it does not know, or given twice, is an error. Tags:
+//   "NAME" version 1: Program::instruction_names, written when they are not empty: u32 name
+//                  count, the names (u32 length + bytes; distinct and not empty, in order of
+//                  first use), then per instruction a u32 index into them, or kUnnamed.
+// Version 1 files (no sections) are still read.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +35,11 @@
 
 namespace fracsim::isa {
 
-constexpr uint16_t kFbinVersion = 1;
+constexpr uint16_t kFbinVersion = 2;
+// The oldest version decode_program reads.
+constexpr uint16_t kFbinOldestVersion = 1;
+// The index of an unnamed instruction in the names section.
+constexpr uint32_t kUnnamed = 0xffffffffu;
 // Largest tensor rank the formats carry; decode rejects more rather than trusting a count.
 constexpr int kMaxRank = 8;
 

@@ -125,17 +125,20 @@ std::string instruction_str(const OpDef& op, const Instruction& instr) {
   return s;
 }
 
+int64_t instruction_work(const OpDef& op, const Instruction& instr) {
+  return op.work.eval(bind_dims(op, instr, "work"));
+}
+
 std::string instruction_name(const Program& p, size_t i) {
   if (i < p.instruction_names.size() && !p.instruction_names[i].empty())
     return p.instruction_names[i];
   return fmt::format("#{}", i);
 }
 
-int64_t instruction_work(const OpDef& op, const Instruction& instr) {
-  return op.work.eval(bind_dims(op, instr, "work"));
-}
-
 void validate_program(const Program& p, const OpTable& ops, const std::string& source) {
+  if (!p.instruction_names.empty() && p.instruction_names.size() != p.instructions.size())
+    throw ConfigError(fmt::format("{}: {} instruction names for {} instructions", source,
+                                  p.instruction_names.size(), p.instructions.size()));
   auto check_span = [&](const TensorRef& t, const std::string& what) {
     auto [lo, hi] = t.byte_span();
     for (size_t d = 0; d < t.strides.size(); ++d)

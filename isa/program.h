@@ -58,7 +58,8 @@ struct Program {
   std::vector<Instruction> instructions;
   std::vector<DataSegment> data;
   std::vector<Symbol> symbols;
-  // Empty, or per instruction the layer (YAML) or node (ONNX) it lowers; "" is unnamed.
+  // The layer (YAML) or node (ONNX) each instruction was lowered from, for per-layer reports:
+  // empty when the program names no instruction, else one entry per instruction ("" unnamed).
   std::vector<std::string> instruction_names;
 
   bool operator==(const Program& o) const {
@@ -69,17 +70,19 @@ struct Program {
 
 std::string_view symbol_role_name(SymbolRole r);
 
-// Instruction i's name, or "#i" for an unnamed one.
-std::string instruction_name(const Program& p, size_t i);
-
 // Binds each dim of `op` to its extent in `instr`. Throws ConfigError (prefixed by `where`) when
 // operand count, rank, attribute count or dtypes do not fit the op, or two operands disagree on a
 // dim. The returned map also holds the attribute values by name (for work formulas).
 std::map<std::string, int64_t> bind_dims(const OpDef& op, const Instruction& instr,
                                          const std::string& where);
 
+// The name of instruction `i`: its entry in instruction_names, or "#i" (its index) when it has
+// none, so that a program without names (a hand-written .fasm) still names every instruction.
+std::string instruction_name(const Program& p, size_t i);
+
 // Checks every instruction against the op table and every tensor, segment and symbol against
-// the footprint. `source` names the program in errors.
+// the footprint, and that instruction_names is empty or has one entry per instruction. `source`
+// names the program in errors.
 void validate_program(const Program& p, const OpTable& ops, const std::string& source);
 
 // One instruction as an assembly line: "matmul a=f32@0x0[...] b=... accumulate=0".

@@ -82,6 +82,16 @@ TEST_CASE("disasm | asm gives a byte-identical binary") {
   CHECK(x.size() > 100);
   CHECK(x == y);
   CHECK(slurp(dir + "/x.fasm") == run_fracsim("disasm " + dir + "/x.fbin").out);
+  // The compiled program names its instructions by layer: fc1 = matmul + bias add.
+  const std::string fasm = slurp(dir + "/x.fasm");
+  CHECK(fasm.find("\n.layer fc1\nmatmul ") != std::string::npos);
+  CHECK(fasm.find("\n.layer relu1\nactivation ") != std::string::npos);
+  // A hand-written .fasm without names round-trips without them.
+  REQUIRE(run_fracsim("asm tests/rtl/mlp_int8.fasm -o " + dir + "/a.fbin").code == 0);
+  r = run_fracsim("disasm " + dir + "/a.fbin | '" + kBin + "' asm - -o " + dir + "/b.fbin");
+  CHECK(r.code == 0);
+  CHECK(slurp(dir + "/a.fbin") == slurp(dir + "/b.fbin"));
+  CHECK(run_fracsim("disasm " + dir + "/a.fbin").out.find(".layer") == std::string::npos);
 }
 
 TEST_CASE("config check accepts every shipped config") {

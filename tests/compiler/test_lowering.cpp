@@ -4,8 +4,11 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
+
+#include <yaml-cpp/yaml.h>
 
 #include "compiler/lowering.h"
 #include "compiler/memory_plan.h"
@@ -42,7 +45,6 @@ const OpTable& ops() { return OpTable::builtin(); }
 TensorRef ref(uint64_t address, DType dtype, Shape shape, Shape strides) {
   return TensorRef{address, dtype, std::move(shape), std::move(strides)};
 }
-
 
 // activation's attributes for relu: fn relu (0), the default alpha 0.01, frac_bits 0.
 const std::vector<int64_t> kRelu = {0, fracsim::isa::real_to_attr(0.01), 0};
@@ -149,19 +151,20 @@ TEST_CASE("tiny dense + relu: the exact program") {
   // Matrices are a batch of one for matmul, and seen with four leading dims of extent 1 by the
   // rank-6 eltwise and activation; every added dim has stride 0.
   std::vector<Instruction> expect = {
-      instruction("matmul",
-            {ref(x, DType::f32, {1, 2, 3}, {0, 3, 1}), ref(w, DType::f32, {1, 3, 4}, {0, 4, 1}),
-             ref(fc, DType::f32, {1, 2, 4}, {0, 4, 1})},
-            {0}),
+      instruction(
+          "matmul",
+          {ref(x, DType::f32, {1, 2, 3}, {0, 3, 1}), ref(w, DType::f32, {1, 3, 4}, {0, 4, 1}),
+           ref(fc, DType::f32, {1, 2, 4}, {0, 4, 1})},
+          {0}),
       instruction("eltwise",
-            {ref(fc, DType::f32, {1, 1, 1, 1, 2, 4}, {0, 0, 0, 0, 4, 1}),
-             ref(b, DType::f32, {1, 1, 1, 1, 2, 4}, {0, 0, 0, 0, 0, 1}),
-             ref(fc, DType::f32, {1, 1, 1, 1, 2, 4}, {0, 0, 0, 0, 4, 1})},
-            {0}),
+                  {ref(fc, DType::f32, {1, 1, 1, 1, 2, 4}, {0, 0, 0, 0, 4, 1}),
+                   ref(b, DType::f32, {1, 1, 1, 1, 2, 4}, {0, 0, 0, 0, 0, 1}),
+                   ref(fc, DType::f32, {1, 1, 1, 1, 2, 4}, {0, 0, 0, 0, 4, 1})},
+                  {0}),
       instruction("activation",
-            {ref(fc, DType::f32, {1, 1, 1, 1, 2, 4}, {0, 0, 0, 0, 4, 1}),
-             ref(act, DType::f32, {1, 1, 1, 1, 2, 4}, {0, 0, 0, 0, 4, 1})},
-            kRelu),
+                  {ref(fc, DType::f32, {1, 1, 1, 1, 2, 4}, {0, 0, 0, 0, 4, 1}),
+                   ref(act, DType::f32, {1, 1, 1, 1, 2, 4}, {0, 0, 0, 0, 4, 1})},
+                  kRelu),
   };
   REQUIRE(p.instructions.size() == expect.size());
   for (size_t i = 0; i < expect.size(); ++i) {
@@ -188,6 +191,8 @@ TEST_CASE("tiny dense + relu: the exact program") {
       {"act", SymbolRole::output, ref(act, DType::f32, {2, 4}, {4, 1})},
   };
   CHECK(p.symbols == symbols);
+  // Named by their layers: dense is matmul + the bias add.
+  CHECK(p.instruction_names == std::vector<std::string>{"fc", "fc", "act"});
   CHECK(compile(parse_workload(kTiny, "tiny.yaml"), ops()) == p);  // deterministic
 }
 
@@ -230,22 +235,23 @@ TEST_CASE("add with a broadcast row, rank-1 and rank-3 relu, integer matmul: ope
   // extent 1 and stride 0 up to the op's rank.
   std::vector<Instruction> expect = {
       instruction("eltwise",
-            {ref(a, DType::f32, {1, 1, 1, 1, 6, 4}, {0, 0, 0, 0, 4, 1}),
-             ref(row, DType::f32, {1, 1, 1, 1, 6, 4}, {0, 0, 0, 0, 0, 1}),
-             ref(s, DType::f32, {1, 1, 1, 1, 6, 4}, {0, 0, 0, 0, 4, 1})},
-            {0}),
+                  {ref(a, DType::f32, {1, 1, 1, 1, 6, 4}, {0, 0, 0, 0, 4, 1}),
+                   ref(row, DType::f32, {1, 1, 1, 1, 6, 4}, {0, 0, 0, 0, 0, 1}),
+                   ref(s, DType::f32, {1, 1, 1, 1, 6, 4}, {0, 0, 0, 0, 4, 1})},
+                  {0}),
       instruction("activation",
-            {ref(s, DType::f32, {1, 1, 1, 1, 6, 4}, {0, 0, 0, 0, 4, 1}),
-             ref(r, DType::f32, {1, 1, 1, 1, 6, 4}, {0, 0, 0, 0, 4, 1})},
-            kRelu),
+                  {ref(s, DType::f32, {1, 1, 1, 1, 6, 4}, {0, 0, 0, 0, 4, 1}),
+                   ref(r, DType::f32, {1, 1, 1, 1, 6, 4}, {0, 0, 0, 0, 4, 1})},
+                  kRelu),
       instruction("activation",
-            {ref(row, DType::f32, {1, 1, 1, 1, 1, 4}, {0, 0, 0, 0, 4, 1}),
-             ref(r1, DType::f32, {1, 1, 1, 1, 1, 4}, {0, 0, 0, 0, 4, 1})},
-            kRelu),
-      instruction("matmul",
-            {ref(pa, DType::i8, {1, 5, 6}, {0, 6, 1}), ref(qa, DType::i8, {1, 6, 7}, {0, 7, 1}),
-             ref(mm, DType::i32, {1, 5, 7}, {0, 7, 1})},
-            {0}),
+                  {ref(row, DType::f32, {1, 1, 1, 1, 1, 4}, {0, 0, 0, 0, 4, 1}),
+                   ref(r1, DType::f32, {1, 1, 1, 1, 1, 4}, {0, 0, 0, 0, 4, 1})},
+                  kRelu),
+      instruction(
+          "matmul",
+          {ref(pa, DType::i8, {1, 5, 6}, {0, 6, 1}), ref(qa, DType::i8, {1, 6, 7}, {0, 7, 1}),
+           ref(mm, DType::i32, {1, 5, 7}, {0, 7, 1})},
+          {0}),
   };
   REQUIRE(p.instructions.size() == expect.size());
   for (size_t i = 0; i < expect.size(); ++i) {
@@ -307,10 +313,10 @@ TEST_CASE("mlp: liveness reuse, exact footprint, no overlap of live tensors") {
   // The third matmul reads relu2 and the [1024,10] weight and writes the output.
   CHECK(p.instructions[6] ==
         instruction("matmul",
-              {ref(7658048 + 262144, DType::f32, {1, 64, 1024}, {0, 1024, 1}),
-               ref(c.plan.at("fc3.weight").address, DType::f32, {1, 1024, 10}, {0, 10, 1}),
-               ref(7655488, DType::f32, {1, 64, 10}, {0, 10, 1})},
-              {0}));
+                    {ref(7658048 + 262144, DType::f32, {1, 64, 1024}, {0, 1024, 1}),
+                     ref(c.plan.at("fc3.weight").address, DType::f32, {1, 1024, 10}, {0, 10, 1}),
+                     ref(7655488, DType::f32, {1, 64, 10}, {0, 10, 1})},
+                    {0}));
   REQUIRE(p.data.size() == 7);
   CHECK(p.data[1].lo == -1.0 / std::sqrt(784.0));
   CHECK(p.data[3].hi == 1.0 / std::sqrt(1024.0));
@@ -334,4 +340,37 @@ TEST_CASE("every workload in workloads/ compiles and validates") {
     ++count;
   }
   CHECK(count >= 1);
+}
+
+// Every instruction carries the name of the YAML layer it lowers: the distinct names, in order,
+// are the layers that emit instructions (all but the views), read from the file itself.
+TEST_CASE("resnet50: every instruction is named by its layer") {
+  const std::string path = std::string(FRACSIM_SOURCE_DIR) + "/workloads/resnet50.yaml";
+  std::vector<std::string> expect;
+  for (const YAML::Node& l : YAML::LoadFile(path)["layers"]) {
+    const std::string type = l["type"].as<std::string>();
+    if (type != "flatten" && type != "reshape" && type != "transpose")
+      expect.push_back(l["name"].as<std::string>());
+  }
+  const Program p = compile(load_workload(path), ops());
+  REQUIRE(p.instruction_names.size() == p.instructions.size());
+  // Runs of one name: each layer's instructions are consecutive, and no name is empty.
+  std::vector<std::string> runs;
+  std::map<std::string, int> count;
+  for (const std::string& n : p.instruction_names) {
+    CHECK(!n.empty());
+    if (runs.empty() || runs.back() != n) runs.push_back(n);
+    ++count[n];
+  }
+  CHECK(expect.size() > 100);
+  CHECK(runs == expect);
+  // dense (with bias) and a conv2d with a bias are the op, then the bias add; a conv2d without
+  // one, the activations, pools and normalisations one instruction.
+  for (const YAML::Node& l : YAML::LoadFile(path)["layers"]) {
+    const std::string type = l["type"].as<std::string>(), name = l["name"].as<std::string>();
+    INFO(name);
+    const bool bias = !l["bias"] || l["bias"].as<bool>();
+    if (type == "dense" || type == "conv2d") CHECK(count[name] == (bias ? 2 : 1));
+    if (type == "relu" || type == "maxpool" || type == "batchnorm") CHECK(count[name] == 1);
+  }
 }

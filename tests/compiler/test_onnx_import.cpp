@@ -103,6 +103,7 @@ TEST_CASE("Gemm with alpha, beta, transB and a bias row: weights as bytes, the e
   const isa::OpDef& elt = ops().get("eltwise");
   const int64_t mul = 2, add = 0;
   REQUIRE(p.instructions.size() == 4);
+  CHECK(p.instruction_names == std::vector<std::string>(4, "fc"));  // all four lower node fc
   // y = a x w^T: w [4,3] seen [3,4] with strides [1,3].
   CHECK(p.instructions[0] ==
         isa::Instruction{ops().get("matmul").opcode,
@@ -122,6 +123,22 @@ TEST_CASE("Gemm with alpha, beta, transB and a bias row: weights as bytes, the e
   CHECK(p.instructions[3] ==
         isa::Instruction{
             elt.opcode, {ref(y, six, dense), ref(t, six, dense), ref(y, six, dense)}, {add}});
+}
+
+TEST_CASE("instructions are named by their node, an unnamed node K by OpType_K") {
+  OnnxModelBuilder b;
+  b.input("x", kFloat, {2, 8}).floats("w", {8, 4}, std::vector<float>(32, 0.5f));
+  b.node("MatMul", {"x", "w"}, {"h"});      // node 0, no name
+  b.node("Flatten", {"h"}, {"f"}, "flat");  // a view: no instruction
+  b.node("Relu", {"f"}, {"r"}, "act");      // named
+  b.node("Add", {"r", "r"}, {"y"});         // node 3, no name
+  b.floats("v", {4, 3}, std::vector<float>(12, 0.25f)).floats("c", {3}, {1, 2, 3});
+  b.node("Gemm", {"y", "v", "c"}, {"z"});  // node 4, no name: several instructions
+  b.output("z", kFloat, {2, 3});
+  const isa::Program p = compiler::compile(compiler::import_onnx(b.model(), "m.onnx"), ops());
+  REQUIRE(p.instructions.size() == 5);  // matmul, relu, add, Gemm's matmul and bias add
+  CHECK(p.instruction_names ==
+        std::vector<std::string>{"MatMul_0", "act", "Add_3", "Gemm_4", "Gemm_4"});
 }
 
 TEST_CASE("Conv with SAME_UPPER padding and MaxPool with ceil_mode: pads and shapes") {
@@ -388,10 +405,9 @@ TEST_CASE("a network larger than the root memory is an error with needed and ava
 
 TEST_CASE("a BatchNormalization variance without data gets positive random contents") {
   // workloads/mobilenetv2.onnx declares its weights as graph inputs without data.
-  const isa::Program p =
-      compiler::compile(compiler::load_onnx(std::string(FRACSIM_SOURCE_DIR) +
-                                            "/workloads/mobilenetv2.onnx"),
-                        isa::OpTable::builtin());
+  const isa::Program p = compiler::compile(
+      compiler::load_onnx(std::string(FRACSIM_SOURCE_DIR) + "/workloads/mobilenetv2.onnx"),
+      isa::OpTable::builtin());
   int checked = 0;
   for (size_t i = 0; i < p.symbols.size(); ++i) {
     const isa::Symbol& s = p.symbols[i];

@@ -63,7 +63,7 @@ Program tiny_program() {
 
 // clang-format off
 const std::vector<uint8_t> kTinyBytes = {
-    'F', 'B', 'I', 'N', 1, 0, 0, 0,                 // 0: magic, version 1, flags 0
+    'F', 'B', 'I', 'N', 2, 0, 0, 0,                 // 0: magic, version 2, flags 0
     1, 0, 0, 0, 't',                                // 8: name
     0x40, 0, 0, 0, 0, 0, 0, 0,                      // 13: footprint
     1, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0,             // 21: instruction, data, symbol counts
@@ -81,7 +81,7 @@ const std::vector<uint8_t> kTinyBytes = {
     1, 0, 0, 0, 'y', 2,                             // 149: symbol name, role output (154)
     0x10, 0, 0, 0, 0, 0, 0, 0, 5, 1,                // 155: address, dtype i8, rank 1
     3, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, // 165: extent 3, stride 1
-    0xad, 0x19, 0x4a, 0x22,                         // 181: FNV-1a 0x224a19ad
+    0xd0, 0xc8, 0x79, 0x75,                         // 181: FNV-1a 0x7579c8d0 (no sections)
 };
 // clang-format on
 
@@ -95,6 +95,39 @@ std::vector<uint8_t> reseal(std::vector<uint8_t> b) {
 
 std::vector<uint8_t> with_bytes(std::vector<uint8_t> b, size_t at, std::vector<uint8_t> v) {
   std::copy(v.begin(), v.end(), b.begin() + at);
+  return reseal(b);
+}
+
+// Four instructions (bare opcodes: the encoding checks structure only) named by two layers,
+// one instruction unnamed: the names section's bytes are written out below.
+Program named_program() {
+  Program p;
+  p.name = "n";
+  p.instructions.assign(4, Instruction{1, {}, {}});
+  p.instruction_names = {"fc1", "fc1", "", "b"};
+  return p;
+}
+
+// clang-format off
+const std::vector<uint8_t> kNamedBytes = {
+    'F', 'B', 'I', 'N', 2, 0, 0, 0,                 // 0: magic, version 2, flags 0
+    1, 0, 0, 0, 'n',                                // 8: name
+    0, 0, 0, 0, 0, 0, 0, 0,                         // 13: footprint
+    4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,             // 21: instruction, data, symbol counts
+    1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, // 33: 4 x opcode 1, no operands or attrs
+    1, 0, 0, 0,                                     // 49: section count
+    'N', 'A', 'M', 'E', 1, 0, 32, 0, 0, 0,          // 53: tag, version 1 (57), length (59)
+    2, 0, 0, 0,                                     // 63: name count
+    3, 0, 0, 0, 'f', 'c', '1', 1, 0, 0, 0, 'b',     // 67: "fc1", "b" (74)
+    0, 0, 0, 0, 0, 0, 0, 0,                         // 79: instructions 0 and 1: name 0
+    0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0,             // 87: instruction 2 unnamed, 3: name 1
+    0x39, 0x4c, 0x98, 0x50,                         // 95: FNV-1a 0x50984c39
+};
+// clang-format on
+
+// `b` with `v` inserted at `at`, resealed.
+std::vector<uint8_t> with_inserted(std::vector<uint8_t> b, size_t at, std::vector<uint8_t> v) {
+  b.insert(b.begin() + static_cast<long>(at), v.begin(), v.end());
   return reseal(b);
 }
 
@@ -240,6 +273,20 @@ TEST_CASE("encoding: the bytes of a tiny program, field by field") {
   CHECK(fnv1a32(reinterpret_cast<const uint8_t*>("a"), 1) == 0xe40c292cu);  // published vector
 }
 
+TEST_CASE("encoding: a version-1 file still loads") {
+  // The tiny program as version 1 wrote it: the same layout, version 1, its own checksum.
+  const std::vector<uint8_t> v1 = with_bytes(kTinyBytes, 4, {1});
+  CHECK(std::vector<uint8_t>(v1.end() - 4, v1.end()) ==
+        std::vector<uint8_t>{0xad, 0x19, 0x4a, 0x22});
+  CHECK(decode_program(v1, "v1.fbin") == tiny_program());
+  CHECK(encode_program(decode_program(v1, "v1.fbin")) == kTinyBytes);  // written as version 2
+  // Version 1 has no sections: bytes after the symbols are an error, not a section table.
+  std::vector<uint8_t> longer = v1;
+  longer.insert(longer.end() - 4, {1, 0, 0, 0});
+  CHECK(config_error_of([&] { decode_program(reseal(longer), "v1.fbin"); }) ==
+        "v1.fbin: byte 181: 4 unexpected bytes before the checksum");
+}
+
 TEST_CASE("encoding: binary round trip of every feature") {
   for (const OpTable* ops : {&OpTable::builtin(), &test_ops()}) {
     const Program p = feature_program(*ops, "features");
@@ -285,6 +332,141 @@ TEST_CASE("encoding: the feature program covers every attribute value of every b
   CHECK(real_attrs >= 1);  // activation's alpha at least
 }
 
+TEST_CASE("encoding: instruction names, field by field") {
+  CHECK(encode_program(named_program()) == kNamedBytes);
+  CHECK(decode_program(kNamedBytes, "n.fbin") == named_program());
+  CHECK(decode_program(kNamedBytes, "n.fbin").instruction_names ==
+        std::vector<std::string>{"fc1", "fc1", "", "b"});
+  // All unnamed is not the same as no names: the section is kept, with no names in it.
+  Program unnamed = named_program();
+  unnamed.instruction_names.assign(4, "");
+  const std::vector<uint8_t> bytes = encode_program(unnamed);
+  CHECK(bytes.size() == 53 + 10 + 4 + 16 + 4);
+  CHECK(decode_program(bytes, "u.fbin") == unnamed);
+  // No names: no section at all.
+  Program none = named_program();
+  none.instruction_names.clear();
+  CHECK(encode_program(none).size() == 49 + 4);
+  CHECK(decode_program(encode_program(none), "x.fbin") == none);
+}
+
+TEST_CASE("encoding: sections of unknown tags are skipped") {
+  // "XTRA" version 9 with 3 bytes, before and after the names.
+  const std::vector<uint8_t> xtra = {'X', 'T', 'R', 'A', 9, 0, 3, 0, 0, 0, 7, 7, 7};
+  std::vector<uint8_t> before = with_inserted(with_bytes(kNamedBytes, 49, {2}), 53, xtra);
+  CHECK(decode_program(before, "n.fbin") == named_program());
+  std::vector<uint8_t> after = with_inserted(with_bytes(kNamedBytes, 49, {2}), 95, xtra);
+  CHECK(decode_program(after, "n.fbin") == named_program());
+  // Alone, it leaves the program without names; re-encoding drops it.
+  std::vector<uint8_t> alone(kTinyBytes.begin(), kTinyBytes.end() - 4);
+  alone.insert(alone.end(), {1, 0, 0, 0});
+  alone.insert(alone.end(), xtra.begin(), xtra.end());
+  alone.insert(alone.end(), {0, 0, 0, 0});
+  CHECK(decode_program(reseal(alone), "t.fbin") == tiny_program());
+  // A tag that differs from NAME in its last byte is another tag.
+  CHECK(decode_program(with_inserted(with_bytes(kNamedBytes, 49, {2}), 53,
+                                     {'N', 'A', 'M', 'F', 1, 0, 0, 0, 0, 0}),
+                       "n.fbin") == named_program());
+}
+
+TEST_CASE("encoding: decode rejects malformed sections with exact messages") {
+  auto err = [](const std::vector<uint8_t>& b) {
+    return config_error_of([&] { decode_program(b, "n.fbin"); });
+  };
+  const std::vector<uint8_t>& n = kNamedBytes;
+  std::vector<uint8_t> cut(n.begin(), n.end() - 4);  // resealed: the last index missing
+  CHECK(err(reseal(cut)) ==
+        "n.fbin: byte 63: truncated: section 0 payload needs 32 bytes, 28 remain");
+  CHECK(err(with_bytes(reseal(cut), 59, {28})) ==
+        "n.fbin: byte 91: truncated: instruction 3 name index needs 4 bytes, 0 remain");
+  CHECK(err(with_inserted(with_bytes(n, 49, {2}), 95, {'X', 'T', 'R', 'A', 1})) ==
+        "n.fbin: byte 99: truncated: section 1 version needs 2 bytes, 1 remain");
+  CHECK(err(with_bytes(n, 49, {0})) ==
+        "n.fbin: byte 49: section count 0 (a file without sections ends after its symbols)");
+  CHECK(err(with_bytes(n, 49, {5})) ==
+        "n.fbin: byte 49: section count 5 is more than the remaining 42 bytes can hold");
+  CHECK(err(with_bytes(n, 57, {2})) ==
+        "n.fbin: byte 57: section 0: NAME section version 2 is not supported (this fracsim reads "
+        "version 1)");
+  CHECK(err(with_bytes(n, 63, {9})) ==
+        "n.fbin: byte 63: name count 9 is more than the remaining 28 bytes can hold");
+  CHECK(err(with_bytes(n, 67, {0})) ==
+        "n.fbin: byte 67: section 0: name 0 is empty (an unnamed instruction has the index "
+        "0xffffffff)");
+  CHECK(err(with_bytes(n, 91, {2})) ==
+        "n.fbin: byte 91: instruction 3 has name index 2, past the 2 names");
+  CHECK(err(with_bytes(n, 79, {1})) ==
+        "n.fbin: byte 79: instruction 0 uses name 1 before name 0 (names are listed in order of "
+        "first use)");
+  CHECK(err(with_bytes(n, 91, {0})) ==
+        "n.fbin: byte 95: section 0: name 1 'b' names no instruction");
+  CHECK(err(with_bytes(n, 59, {31})) ==
+        "n.fbin: byte 91: truncated: instruction 3 name index needs 4 bytes, 3 remain");
+  CHECK(err(with_inserted(n, 95, {0, 0})) ==
+        "n.fbin: byte 95: 2 unexpected bytes before the checksum");
+  CHECK(err(with_inserted(with_bytes(n, 59, {33}), 95, {0})) ==
+        "n.fbin: byte 95: section 0: 1 unexpected bytes at the end of the NAME section");
+  Program dup = named_program();
+  dup.instruction_names = {"a", "a", "", "b"};  // "a" at 71, "b" at 76
+  CHECK(err(with_bytes(encode_program(dup), 76, {'a'})) ==
+        "n.fbin: byte 72: section 0: name 1 'a' repeats name 0");
+  std::vector<uint8_t> twice(n.begin() + 53, n.end() - 4);  // the NAME section again
+  CHECK(err(with_inserted(with_bytes(n, 49, {2}), 95, twice)) ==
+        "n.fbin: byte 95: section 1: a second NAME section");
+  Program empty = named_program();
+  empty.instructions.clear();
+  empty.instruction_names.clear();
+  std::vector<uint8_t> e = encode_program(empty);
+  e.insert(e.end() - 4, {1, 0, 0, 0, 'N', 'A', 'M', 'E', 1, 0, 4, 0, 0, 0, 0, 0, 0, 0});
+  CHECK(err(reseal(e)) == "n.fbin: byte 37: section 0: a NAME section without instructions");
+}
+
+TEST_CASE("encoding: every corruption of the names section fails cleanly or round-trips") {
+  int accepted = 0, rejected = 0;
+  for (size_t at = 49; at + 4 < kNamedBytes.size(); ++at)
+    for (uint8_t v : {0x00, 0x01, 0x02, 0x62, 0xff}) {
+      std::vector<uint8_t> b = kNamedBytes;
+      if (b[at] == v) continue;
+      b[at] = v;
+      b = reseal(b);
+      Program p;
+      try {
+        p = decode_program(b, "n.fbin");
+      } catch (const ConfigError&) {
+        ++rejected;
+        continue;
+      }
+      ++accepted;
+      const std::vector<uint8_t> again = encode_program(p);
+      // A changed tag makes the section unknown: skipped, and not written back.
+      if (at >= 53 && at < 57)
+        CHECK(p.instruction_names.empty());
+      else
+        CHECK(again == b);
+    }
+  // Only name bytes, and tag bytes (an unknown section), take other values.
+  CHECK(accepted == 40);
+  CHECK(rejected == 153);
+}
+
+TEST_CASE("encoding: instruction names must match the instructions") {
+  Program p = named_program();
+  p.instruction_names.pop_back();
+  CHECK(config_error_of([&] { encode_program(p); }) ==
+        "program 'n': instruction names: 3 names for 4 instructions");
+  CHECK(config_error_of([&] { validate_program(p, OpTable::builtin(), "n.fasm"); }) ==
+        "n.fasm: 3 instruction names for 4 instructions");
+  CHECK(config_error_of([&] { disassemble(p, OpTable::builtin()); }) ==
+        "program 'n': instruction names: 3 names for 4 instructions");
+  p = named_program();
+  CHECK(instruction_name(p, 0) == "fc1");
+  CHECK(instruction_name(p, 2) == "#2");
+  CHECK(instruction_name(p, 3) == "b");
+  p.instruction_names.clear();
+  CHECK(instruction_name(p, 0) == "#0");
+  CHECK(instruction_name(p, 3) == "#3");
+}
+
 TEST_CASE("encoding: decode rejects malformed files with exact messages") {
   auto err = [](const std::vector<uint8_t>& b) {
     return config_error_of([&] { decode_program(b, "t.fbin"); });
@@ -295,16 +477,20 @@ TEST_CASE("encoding: decode rejects malformed files with exact messages") {
   CHECK(err({'F', 'B', 'I', 'N'}) ==
         "t.fbin: byte 4: truncated: format version needs 2 bytes, 0 remain");
   CHECK(err(with_bytes(t, 4, {7})) ==
-        "t.fbin: format version 7 is not supported (this fracsim reads version 1)");
+        "t.fbin: format version 7 is not supported (this fracsim reads versions 1 to 2)");
+  CHECK(err(with_bytes(t, 4, {0})) ==
+        "t.fbin: format version 0 is not supported (this fracsim reads versions 1 to 2)");
   CHECK(err(with_bytes(t, 6, {1})) ==
+        "t.fbin: byte 6: unsupported flags 0x0001 (version 2 defines none)");
+  CHECK(err(with_bytes(with_bytes(t, 4, {1}), 6, {1})) ==
         "t.fbin: byte 6: unsupported flags 0x0001 (version 1 defines none)");
   CHECK(err({'F', 'B', 'I', 'N', 1, 0, 0, 0}) ==
         "t.fbin: byte 8: truncated: checksum needs 4 bytes, 0 remain");
   std::vector<uint8_t> flipped = t;
   flipped[13] ^= 1;
   CHECK(err(flipped) ==
-        "t.fbin: byte 181: checksum mismatch (stored 0x224a19ad, computed "
-        "0x775ef04c): the file is corrupted or truncated");
+        "t.fbin: byte 181: checksum mismatch (stored 0x7579c8d0, computed "
+        "0xe95921e1): the file is corrupted or truncated");
   std::vector<uint8_t> cut(t.begin(), t.end() - 10);  // ends 6 bytes into the symbol's extent
   CHECK(err(reseal(cut)) == "t.fbin: byte 165: truncated: symbol 0 extent needs 8 bytes, 6 remain");
   CHECK(err(with_bytes(t, 45, {12})) ==
@@ -328,7 +514,9 @@ TEST_CASE("encoding: decode rejects malformed files with exact messages") {
         "more than the remaining 76 bytes");
   std::vector<uint8_t> longer = t;
   longer.insert(longer.end() - 4, {0, 0});
-  CHECK(err(reseal(longer)) == "t.fbin: byte 181: 2 unexpected bytes before the checksum");
+  // After the symbols of a version-2 file comes the section table.
+  CHECK(err(reseal(longer)) ==
+        "t.fbin: byte 181: truncated: section count needs 4 bytes, 2 remain");
 }
 
 // Any file decode accepts re-encodes to the same bytes; anything else is a ConfigError (never a
@@ -349,12 +537,13 @@ TEST_CASE("encoding: every single-byte corruption and truncation fails cleanly o
         continue;
       }
       ++accepted;
-      CHECK(encode_program(p) == b);
+      // A version-1 file (version byte 0x01) is written back as version 2.
+      CHECK(encode_program(p) == (at == 4 && v == 1 ? kTinyBytes : b));
     }
-  // Addresses, extents, attributes, payload bytes and doubles take any value; magic, version,
-  // flags, counts, lengths, codes and ranks do not. Exact, so that a looser decoder shows up.
-  // (0x09 in the tiny program's three dtype bytes is u64: accepted.)
-  CHECK(accepted == 567);
+  // Addresses, extents, attributes, payload bytes and doubles take any value; magic, version
+  // (but 1), flags, counts, lengths, codes and ranks do not. Exact, so that a looser decoder
+  // shows up. (0x09 in the tiny program's three dtype bytes is u64: accepted.)
+  CHECK(accepted == 568);
   CHECK(rejected == 187);
   for (size_t n = 0; n < kTinyBytes.size(); ++n) {
     std::vector<uint8_t> prefix(kTinyBytes.begin(), kTinyBytes.begin() + static_cast<long>(n));
@@ -459,6 +648,16 @@ TEST_CASE("assembly: text round trip is byte-identical for every feature") {
       CHECK(encode_program(back) == encode_program(p));
       CHECK(back == p);
       CHECK(disassemble(back, *ops) == text);
+      // And with names: runs, returns to unnamed, names that need quoting.
+      Program named = p;
+      const std::vector<std::string> layers = {
+          "", "conv 1", "conv 1", "#7", "q\"uo;te\\", std::string("\x01\xff\0z", 4), "", "fc"};
+      for (size_t i = 0; i < named.instructions.size(); ++i)
+        named.instruction_names.push_back(layers[i / 3 % layers.size()]);
+      const Program named_back = assemble(disassemble(named, *ops), "f.fasm", *ops);
+      CHECK(named_back == named);
+      CHECK(encode_program(named_back) == encode_program(named));
+      CHECK(decode_program(encode_program(named), "f.fbin") == named);
     }
   }
   // Reals print as the shortest decimal that reads back to the same bits.
@@ -479,6 +678,48 @@ TEST_CASE("assembly: text round trip is byte-identical for every feature") {
   CHECK(text.find(" lo=-0 hi=5e-324\n") != std::string::npos);
   CHECK(text.find(" lo=-inf hi=inf\n") != std::string::npos);
   CHECK(text.find(".data bytes 0x0 f32 0\n") != std::string::npos);  // empty: no hex token
+}
+
+TEST_CASE("assembly: instruction names") {
+  const OpDef& act = OpTable::builtin().get("activation");
+  const TensorRef v = tensor(0, DType::f32, {1, 1, 1, 1, 1, 4}, {0, 0, 0, 0, 0, 1});
+  const std::string line =
+      "activation in=f32@0x0[1,1,1,1,1,4:0,0,0,0,0,1] out=f32@0x0[1,1,1,1,1,4:0,0,0,0,0,1] "
+      "fn=relu alpha=0 frac_bits=0\n";
+  Program p;
+  p.name = "n";
+  p.footprint = 16;
+  p.instructions.assign(5, Instruction{act.opcode, {v, v}, {0, real_to_attr(0.0), 0}});
+  const std::string head = "; fracsim assembly, format 1\n.program n\n.footprint 16\n";
+  // A name that needs quoting, a return to unnamed, a name used again.
+  p.instruction_names = {"relu 1", "relu 1", "", "fc", "relu 1"};
+  const std::string text = head + ".layer \"relu 1\"\n" + line + line + ".layer \"\"\n" + line +
+                           ".layer fc\n" + line + ".layer \"relu 1\"\n" + line;
+  CHECK(disassemble(p, OpTable::builtin()) == text);
+  CHECK(assemble(text, "n.fasm", OpTable::builtin()) == p);
+  // Unnamed first: .layer "" before it, so that the names are kept.
+  p.instruction_names = {"", "", "x", "x", "x"};
+  const std::string unnamed_first =
+      head + ".layer \"\"\n" + line + line + ".layer x\n" + line + line + line;
+  CHECK(disassemble(p, OpTable::builtin()) == unnamed_first);
+  CHECK(assemble(unnamed_first, "n.fasm", OpTable::builtin()) == p);
+  // Instructions before the first .layer are unnamed; a .layer before an instruction of the same
+  // name changes nothing; a .layer after the last instruction names none.
+  const std::string loose = head + line + line + ".layer x\n.layer x\n" + line + line +
+                            ".layer x\n" + line + ".layer y\n";
+  CHECK(assemble(loose, "n.fasm", OpTable::builtin()) == p);
+  // No .layer: no names; instructions are named by their index.
+  const Program bare = assemble(head + line + line, "n.fasm", OpTable::builtin());
+  CHECK(bare.instruction_names.empty());
+  CHECK(instruction_name(bare, 0) == "#0");
+  CHECK(instruction_name(bare, 1) == "#1");
+  CHECK(disassemble(bare, OpTable::builtin()) == head + line + line);
+  auto err = [&](const std::string& body) {
+    return config_error_of([&] { assemble(head + body, "n.fasm", OpTable::builtin()); });
+  };
+  CHECK(err(".layer\n") == "n.fasm:4: .layer: expected NAME, got 0 arguments");
+  CHECK(err(".layer a b\n") == "n.fasm:4: .layer: expected NAME, got 2 arguments");
+  CHECK(err(".layer \"a\" \"b\"\n") == "n.fasm:4: .layer: unexpected quoted string \"b\"");
 }
 
 TEST_CASE("assembly: disassemble rejects what the text cannot carry back") {
