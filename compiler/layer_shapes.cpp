@@ -276,6 +276,7 @@ void infer_reshape(LayerReader& r, Layer& l, const TensorDesc& x) {
   if (isa::num_elements(s) != count || (unknown >= 0 && count % known != 0))
     throw r.error("shape", fmt::format("{} cannot be viewed as {} ({} elements)", shape_and_name(x),
                                        isa::shape_str(s), count));
+  l.reshape_leading = unknown == 0 ? -1 : s[0];
   l.inputs = {x.name};
   l.output.dtype = x.dtype;
   l.output.shape = s;

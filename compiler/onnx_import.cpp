@@ -49,10 +49,13 @@ std::string onnx_type_name(int32_t elem_type) {
   return onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(elem_type));
 }
 
-Workload load_onnx(const std::string& path) { return load_onnx(path, {}); }
+Workload load_onnx(const std::string& path, const CompileOptions& options) {
+  return load_onnx(path, std::map<std::string, onnx::TensorProto>(), options);
+}
 
 Workload load_onnx(const std::string& path,
-                   const std::map<std::string, onnx::TensorProto>& input_values) {
+                   const std::map<std::string, onnx::TensorProto>& input_values,
+                   const CompileOptions& options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(fmt::format("{}: cannot open file", path));
   onnx::ModelProto model;
@@ -61,12 +64,30 @@ Workload load_onnx(const std::string& path,
         fmt::format("{}: not an ONNX model (the file does not parse as an ONNX "
                     "ModelProto)",
                     path));
-  return import_onnx(model, path, input_values);
+  return import_onnx(model, path, input_values, options);
 }
 
+// At options.batch the model is imported twice: as written, to find the inputs that carry the
+// batch and refuse the nodes it cannot pass; then with those inputs' dim 0 at the batch and the
+// stored shapes dropped, so that the importer and ONNX's shape inference both carry it through.
 Workload import_onnx(const onnx::ModelProto& model, const std::string& file,
-                     const std::map<std::string, onnx::TensorProto>& input_values) {
-  return OnnxImporter(model, file, input_values).run();
+                     const std::map<std::string, onnx::TensorProto>& input_values,
+                     const CompileOptions& options) {
+  if (!options.batch) return OnnxImporter(model, file, input_values).run();
+  BatchTracker tracker(*options.batch);
+  const Workload written = OnnxImporter(model, file, input_values, &tracker).run();
+  onnx::ModelProto batched = model;
+  onnx::GraphProto& g = *batched.mutable_graph();
+  for (onnx::ValueInfoProto& v : *g.mutable_input())
+    if (tracker.carries(v.name()))
+      v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(
+          *options.batch);
+  g.clear_value_info();
+  for (onnx::ValueInfoProto& v : *g.mutable_output())
+    if (v.type().has_tensor_type()) v.mutable_type()->mutable_tensor_type()->clear_shape();
+  Workload w = OnnxImporter(batched, file, input_values).run();
+  check_batched_shapes(written, w, tracker, *options.batch);
+  return w;
 }
 
 NodeAttrs::NodeAttrs(const OnnxImporter& im, const onnx::NodeProto& node,
@@ -116,8 +137,9 @@ std::optional<std::vector<int64_t>> NodeAttrs::get_ints(const std::string& name)
 }
 
 OnnxImporter::OnnxImporter(const onnx::ModelProto& model, std::string file,
-                           const std::map<std::string, onnx::TensorProto>& input_values)
-    : model_(model), file_(std::move(file)), input_values_(input_values) {}
+                           const std::map<std::string, onnx::TensorProto>& input_values,
+                           BatchTracker* tracker)
+    : model_(model), file_(std::move(file)), input_values_(input_values), tracker_(tracker) {}
 
 ConfigError OnnxImporter::error(const onnx::NodeProto& node, const std::string& message) const {
   const std::string who = node.name().empty() ? fmt::format("node {}", node_index_)
@@ -183,7 +205,28 @@ Workload OnnxImporter::run() {
         fmt::format("{}: ONNX shape inference rejects the model: {}", file_, rejected));
   if (w_.outputs.empty()) throw ConfigError(fmt::format("{}: the graph has no outputs", file_));
   if (w_.layers.empty()) throw ConfigError(fmt::format("{}: the graph has no nodes", file_));
+  if (tracker_) track_batch();
   return std::move(w_);
+}
+
+void OnnxImporter::track_batch() {
+  const std::set<std::string> weights = weight_inputs(w_);
+  for (const TensorDesc& t : w_.inputs) {
+    if (w_.weights.count(t.name) || weights.count(t.name) || w_.contents.count(t.name)) continue;
+    if (auto why = tracker_->add_input(t)) throw ConfigError(fmt::format("{}: {}", file_, *why));
+  }
+  if (tracker_->written_batch() == 0)
+    throw ConfigError(fmt::format(
+        "{}: --batch {}: no input carries the batch (every graph input is a weight or has data)",
+        file_, tracker_->batch()));
+  for (size_t i = 0; i < w_.layers.size(); ++i) {
+    auto why = tracker_->add_layer(w_, w_.layers[i]);
+    if (!why) continue;
+    if (layer_nodes_[i] < 0)
+      throw ConfigError(fmt::format("{}: '{}': {}", file_, w_.layers[i].name, *why));
+    node_index_ = layer_nodes_[i];
+    throw error(model_.graph().node(node_index_), *why);
+  }
 }
 
 // A graph output that is a constant: the constant as a weight "<name>.value", copied into a
@@ -208,6 +251,7 @@ void OnnxImporter::add_constant_output(const onnx::TensorProto& c) {
   l.inputs = {value.name};
   l.output = {c.name(), *dt, value.shape};
   w_.layers.push_back(std::move(l));
+  layer_nodes_.push_back(-1);
 }
 
 void OnnxImporter::read_inputs() {
@@ -352,6 +396,7 @@ Layer& OnnxImporter::add_layer(const Node& n, LayerKind kind, std::vector<std::s
   l.output = {name, dtype, std::move(shape)};
   check_inferred(n, l.output);
   w_.layers.push_back(std::move(l));
+  layer_nodes_.push_back(node_index_);
   return w_.layers.back();
 }
 

@@ -27,15 +27,19 @@
 
 namespace fracsim::compiler {
 
-// Reads and imports a model file; ConfigError naming the file when it is no ONNX model.
-Workload load_onnx(const std::string& path);
+// Reads and imports a model file; ConfigError naming the file when it is no ONNX model. With
+// options.batch, the graph inputs that carry the batch (batch.h) get it as their dim 0 and
+// ONNX's shape inference carries it through; a node it cannot pass is a ConfigError naming it.
+Workload load_onnx(const std::string& path, const CompileOptions& options = {});
 // Same, with values for graph inputs (by name): such an input is a constant where an op needs
-// one and an input with these contents otherwise.
+// one and an input with these contents otherwise (it does not carry a batch).
 Workload load_onnx(const std::string& path,
-                   const std::map<std::string, onnx::TensorProto>& input_values);
+                   const std::map<std::string, onnx::TensorProto>& input_values,
+                   const CompileOptions& options = {});
 // Imports a model already in memory; `file` names it in messages.
 Workload import_onnx(const onnx::ModelProto& model, const std::string& file,
-                     const std::map<std::string, onnx::TensorProto>& input_values = {});
+                     const std::map<std::string, onnx::TensorProto>& input_values = {},
+                     const CompileOptions& options = {});
 
 // The ISA dtype of an ONNX element type; nullopt outside f32, i32, i16 and i8.
 std::optional<isa::DType> dtype_from_onnx(int32_t elem_type);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/batch.h"
 #include "compiler/onnx_import.h"
 #include "isa/error.h"
 
@@ -42,8 +43,11 @@ class NodeAttrs {
 
 class OnnxImporter {
  public:
+  // With `tracker`, run() also records which tensors carry the batch and refuses the nodes it
+  // cannot pass (batch.h).
   OnnxImporter(const onnx::ModelProto& model, std::string file,
-               const std::map<std::string, onnx::TensorProto>& input_values);
+               const std::map<std::string, onnx::TensorProto>& input_values,
+               BatchTracker* tracker = nullptr);
   Workload run();
 
   // "FILE: node 'NAME' (OP): message" (the node's index when it has no name).
@@ -54,6 +58,8 @@ class OnnxImporter {
   using Node = onnx::NodeProto;
 
   void read_inputs();
+  // Follows the batch through the imported graph, in node order (tracker_).
+  void track_batch();
   void add_constant_output(const onnx::TensorProto& c);
   void import_node(const Node& n);
   // Compares a layer's output shapes with what ONNX's own shape inference found.
@@ -120,6 +126,8 @@ class OnnxImporter {
   std::map<std::string, const onnx::ValueInfoProto*> graph_inputs_;  // without a value
   std::map<std::string, isa::Shape> inferred_;  // static shapes from ONNX shape inference
   onnx::ModelProto inferred_model_;
+  BatchTracker* tracker_;
+  std::vector<int> layer_nodes_;  // per layer of w_, the index of its node (-1: none)
 };
 
 }  // namespace fracsim::compiler

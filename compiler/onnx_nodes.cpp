@@ -239,7 +239,9 @@ void OnnxImporter::import_flatten(const Node& n) {
     throw error(n, fmt::format("attribute 'axis' = {} is out of range for rank {}", axis, rank));
   if (axis < 0) axis += rank;
   const int64_t rows = product(x.shape.begin(), x.shape.begin() + axis);
-  add_layer(n, LayerKind::flatten, {x.name}, x.dtype, {rows, isa::num_elements(x.shape) / rows});
+  Layer& l = add_layer(n, LayerKind::flatten, {x.name}, x.dtype,
+                       {rows, isa::num_elements(x.shape) / rows});
+  l.axis = axis;
 }
 
 // A view (no instruction), empty tensors included.
@@ -272,7 +274,9 @@ void OnnxImporter::import_reshape(const Node& n) {
   if (isa::num_elements(s) != count)
     throw error(n, fmt::format("the input {} cannot be viewed as {} (shape {})",
                                isa::shape_str(x.shape), isa::shape_str(s), spec));
-  add_layer(n, LayerKind::reshape, {x.name}, x.dtype, s);
+  Layer& l = add_layer(n, LayerKind::reshape, {x.name}, x.dtype, s);
+  const bool follows = !spec.empty() && ((spec[0] == 0 && !allowzero) || spec[0] == -1);
+  if (!spec.empty() && !follows) l.reshape_leading = spec[0];
 }
 
 void OnnxImporter::import_transpose(const Node& n) {

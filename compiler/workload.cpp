@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "compiler/batch.h"
 #include "compiler/layer_reader.h"
 #include "isa/error.h"
 #include "isa/yaml_map.h"
@@ -77,7 +78,13 @@ namespace {
 
 class WorkloadParser {
  public:
-  explicit WorkloadParser(std::string file) { w_.file = std::move(file); }
+  // With `tracker`, records which tensors carry the batch and refuses the layers it cannot
+  // pass; with `batch`, sets every input's dim 0 to it.
+  explicit WorkloadParser(std::string file, BatchTracker* tracker = nullptr,
+                          std::optional<int64_t> batch = std::nullopt)
+      : tracker_(tracker), batch_(batch) {
+    w_.file = std::move(file);
+  }
 
   Workload parse(const YAML::Node& doc) {
     YamlMap top(doc, w_.file, "");
@@ -132,6 +139,9 @@ class WorkloadParser {
           throw e.error_at(shape[d], key, fmt::format("extent must be positive, got {}", v));
         t.shape.push_back(v);
       }
+      if (batch_) t.shape[0] = *batch_;
+      if (tracker_)
+        if (auto why = tracker_->add_input(t)) throw e.error("shape", *why);
       if (too_large(t.shape))
         throw e.error("shape",
                       fmt::format("{} has more than 2^48 elements", isa::shape_str(t.shape)));
@@ -274,6 +284,13 @@ class WorkloadParser {
                                                   : "inputs",
                     fmt::format("the output shape {} has more than 2^48 elements",
                                 isa::shape_str(l.output.shape)));
+    if (tracker_)
+      if (auto why = tracker_->add_layer(w_, l))
+        throw r.error(l.kind == LayerKind::reshape     ? "shape"
+                      : l.kind == LayerKind::transpose ? "perm"
+                      : l.inputs.size() > 1            ? "inputs"
+                                                       : "input",
+                      *why);
     m.finish();
     w_.layers.push_back(std::move(l));
   }
@@ -366,17 +383,37 @@ class WorkloadParser {
   }
 
   Workload w_;
+  BatchTracker* tracker_;
+  std::optional<int64_t> batch_;
   std::map<std::string, std::string> owners_;  // name -> where it was defined, for messages
 };
 
 }  // namespace
 
-Workload parse_workload(const std::string& text, const std::string& file) {
-  return WorkloadParser(file).parse(load_yaml_string(text, file));
+namespace {
+
+// The workload as written, or at options.batch: read once to find the tensors that carry the
+// batch (refusing the layers it cannot pass), then again with the inputs at the batch, so that
+// shape inference carries it through; the second reading must scale as the first says.
+Workload parse_at_batch(const std::function<YAML::Node()>& load, const std::string& file,
+                        const CompileOptions& options) {
+  if (!options.batch) return WorkloadParser(file).parse(load());
+  BatchTracker tracker(*options.batch);
+  const Workload written = WorkloadParser(file, &tracker).parse(load());
+  Workload batched = WorkloadParser(file, nullptr, options.batch).parse(load());
+  check_batched_shapes(written, batched, tracker, *options.batch);
+  return batched;
 }
 
-Workload load_workload(const std::string& path) {
-  return WorkloadParser(path).parse(load_yaml_file(path));
+}  // namespace
+
+Workload parse_workload(const std::string& text, const std::string& file,
+                        const CompileOptions& options) {
+  return parse_at_batch([&] { return load_yaml_string(text, file); }, file, options);
+}
+
+Workload load_workload(const std::string& path, const CompileOptions& options) {
+  return parse_at_batch([&] { return load_yaml_file(path); }, path, options);
 }
 
 }  // namespace fracsim::compiler

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/compile_options.h"
 #include "isa/dtype.h"
 #include "isa/tensor.h"
 
@@ -86,8 +87,11 @@ struct Layer {
   bool training = false;           // batchnorm: the batch's statistics (ONNX training_mode)
   double momentum = 0.9;           // batchnorm training: of the running statistics
   std::vector<int64_t> perm;       // transpose: output dim i is input dim perm[i]
-  // concat: the axis; softmax, log_softmax, layernorm, topk: the axis (-1: the last), softmax
-  // and log_softmax over the rows [prod(dims before axis), prod(the rest)] when `flat_axis`
+  // reshape: the leading entry of its shape when that is an extent of its own, -1 when dim 0
+  // follows the input's (ONNX 0, "copy", or -1, "infer"): whether a batch can pass (batch.h).
+  int64_t reshape_leading = -1;
+  // concat and flatten: the axis; softmax, log_softmax, layernorm, topk: the axis (-1: the last),
+  // softmax and log_softmax over the rows [prod(dims before axis), prod(the rest)] when `flat_axis`
   // (ONNX before opset 13); layernorm normalises over the dims from axis on.
   int64_t axis = 1;
   bool flat_axis = false;
@@ -134,8 +138,10 @@ struct Workload {
 bool is_view_layer(LayerKind k);
 
 // Reads and checks a workload; every mistake is a ConfigError "file:line: key.path: message"
-// naming the layer at fault.
-Workload load_workload(const std::string& path);
-Workload parse_workload(const std::string& text, const std::string& file);
+// naming the layer at fault. With options.batch, every input's dim 0 is the batch (batch.h): a
+// layer it cannot pass is such an error too.
+Workload load_workload(const std::string& path, const CompileOptions& options = {});
+Workload parse_workload(const std::string& text, const std::string& file,
+                        const CompileOptions& options = {});
 
 }  // namespace fracsim::compiler

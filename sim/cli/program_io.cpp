@@ -1,6 +1,8 @@
 #include "sim/cli/program_io.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -38,19 +40,25 @@ bool is_workload_path(const std::string& path) {
   return ends_with(path, ".yaml") || ends_with(path, ".yml") || ends_with(path, ".onnx");
 }
 
-compiler::Workload load_workload_file(const std::string& path) {
-  if (ends_with(path, ".onnx")) return compiler::load_onnx(path);
-  if (ends_with(path, ".yaml") || ends_with(path, ".yml")) return compiler::load_workload(path);
+compiler::Workload load_workload_file(const std::string& path,
+                                      const compiler::CompileOptions& options) {
+  if (ends_with(path, ".onnx")) return compiler::load_onnx(path, options);
+  if (ends_with(path, ".yaml") || ends_with(path, ".yml"))
+    return compiler::load_workload(path, options);
   throw ConfigError(
       fmt::format("{}: unknown workload format (expected a workload .yaml or an ONNX model "
                   ".onnx)",
                   path));
 }
 
-isa::Program load_program(const std::string& path, const isa::OpTable& ops) {
+isa::Program load_program(const std::string& path, const isa::OpTable& ops,
+                          const compiler::CompileOptions& options) {
   isa::Program p;
   if (is_workload_path(path)) {
-    p = compiler::compile(load_workload_file(path), ops);
+    p = compiler::compile(load_workload_file(path, options), ops);
+  } else if (options.batch) {
+    throw ConfigError(fmt::format(
+        "{}: --batch applies to a workload (.yaml, .onnx), not to a compiled program", path));
   } else if (ends_with(path, ".fbin")) {
     p = isa::decode_program(isa::read_file_bytes(path), path);
   } else if (ends_with(path, ".fasm") || path == "-") {
@@ -63,6 +71,19 @@ isa::Program load_program(const std::string& path, const isa::OpTable& ops) {
   }
   isa::validate_program(p, ops, path);
   return p;
+}
+
+compiler::CompileOptions compile_options(std::string_view command, const std::string& batch) {
+  compiler::CompileOptions o;
+  if (batch.empty()) return o;
+  errno = 0;
+  char* end = nullptr;
+  const long long n = std::strtoll(batch.c_str(), &end, 10);
+  if (*end != '\0' || errno == ERANGE || n <= 0)
+    throw ConfigError(
+        fmt::format("fracsim {}: --batch: expected a positive integer, got '{}'", command, batch));
+  o.batch = n;
+  return o;
 }
 
 void write_file_atomically(const std::string& path, const std::string& contents) {

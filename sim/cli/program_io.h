@@ -4,17 +4,30 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
+#include "compiler/compile_options.h"
 #include "compiler/workload.h"
 #include "isa/program.h"
 
 namespace fracsim::cli {
 
 // A workload by its extension: .yaml/.yml (the workload format) or .onnx.
-compiler::Workload load_workload_file(const std::string& path);
+compiler::Workload load_workload_file(const std::string& path,
+                                      const compiler::CompileOptions& options = {});
 
-// The result has passed isa::validate_program. ConfigError on anything wrong, naming the file.
-isa::Program load_program(const std::string& path, const isa::OpTable& ops);
+// The result has passed isa::validate_program. ConfigError on anything wrong, naming the file;
+// `options` apply to workloads only (a compiled program refuses a batch).
+isa::Program load_program(const std::string& path, const isa::OpTable& ops,
+                          const compiler::CompileOptions& options = {});
+
+// The description of --batch, shared by `fracsim compile` and `fracsim run`.
+inline constexpr const char* kBatchHelp =
+    "N: the workload at batch N, a positive integer (every input's leading dim set to N)";
+
+// The compiler's options from the flags of `fracsim COMMAND`: `batch` is --batch's text ("" when
+// not given) and must be a positive integer.
+compiler::CompileOptions compile_options(std::string_view command, const std::string& batch);
 
 // Writes a file through a temporary and a rename, so that an interrupted or failed write never
 // leaves a half-written file where a good one was.

@@ -1,4 +1,7 @@
-#include "sim/cli/verify_command.h"
+// `fracsim verify --unit matrix|vector|sort [--vectors N] [--seed S] [--size RxC] [--lanes L]
+// [--width W] [--wave FILE] [--coverage [--coverage-out DIR]]`: directed and random vectors
+// through an RTL unit and the reference. Exit code 0 when every vector matches, 1 on the first
+// mismatch (printed).
 
 #include <algorithm>
 #include <filesystem>
@@ -14,6 +17,7 @@
 #include "rtl/sort_verify.h"
 #include "rtl/unit_coverage.h"
 #include "rtl/vector_verify.h"
+#include "sim/cli/command.h"
 
 namespace po = boost::program_options;
 
@@ -96,29 +100,26 @@ std::vector<T> pick(std::vector<T> built, const T& only, const std::string& flag
 
 }  // namespace
 
-int cmd_verify(const std::vector<std::string>& args) {
-  po::options_description opts;
+int cmd_verify(const Command& self, const std::vector<std::string>& args) {
   std::string unit, size, wave, coverage_out;
   int64_t vectors = 1000;
   uint64_t seed = 1;
   int lanes = 0, width = 0;
   bool coverage = false;
-  opts.add_options()("unit", po::value(&unit)->required(), "matrix, vector or sort")(
-      "vectors", po::value(&vectors)->default_value(1000), "random vectors per unit")(
-      "seed", po::value(&seed)->default_value(1), "seed of the random vectors")(
-      "size", po::value(&size), "matrix: one array size RxC (default: every size built)")(
-      "lanes", po::value(&lanes), "vector: one lane count (default: every lane count built)")(
-      "width", po::value(&width), "sort: one width (default: every width built)")(
-      "wave", po::value(&wave), "a VCD of the first failing vector")(
-      "coverage", po::bool_switch(&coverage), "run the coverage-instrumented build, report it")(
-      "coverage-out", po::value(&coverage_out), "directory of coverage.dat");
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(opts).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw ConfigError(fmt::format("fracsim verify: {} (see 'fracsim help')", e.what()));
-  }
+  po::options_description opts;
+  auto add = opts.add_options();
+  add("unit", po::value(&unit)->required(), "matrix, vector or sort");
+  add("vectors", po::value(&vectors)->default_value(vectors), "random vectors per unit size");
+  add("seed", po::value(&seed)->default_value(seed), "seed of the random vectors");
+  add("size", po::value(&size), "matrix: one array size RxC (default: every size built)");
+  add("lanes", po::value(&lanes), "vector: one lane count (default: every lane count built)");
+  add("width", po::value(&width), "sort: one width (default: every width built)");
+  add("wave", po::value(&wave), "write a VCD of the first failing vector");
+  add("coverage", po::bool_switch(&coverage),
+      "run the coverage-instrumented build and print the points covered per kind");
+  add("coverage-out", po::value(&coverage_out),
+      "directory of coverage.dat (default results/runs/verify-UNIT-coverage)");
+  if (!parse_command_line(self, args, opts)) return 0;
   if (unit != "matrix" && unit != "vector" && unit != "sort")
     throw ConfigError(
         fmt::format("fracsim verify: --unit: expected matrix, vector or sort, got '{}'", unit));

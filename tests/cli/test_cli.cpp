@@ -138,7 +138,7 @@ TEST_CASE("bad flags and files exit 2 with a message") {
   CHECK(r.code == 2);
   CHECK(r.out ==
         "error: fracsim run: the option '--workload' is required but missing (see "
-        "'fracsim help')\n");
+        "'fracsim run --help')\n");
   r = run_fracsim("run -m configs/tiny.yaml -w workloads/mlp.yaml --mode fast");
   CHECK(r.code == 2);
   CHECK(r.out == "error: fracsim run: --mode: expected functional or timing, got 'fast'\n");
@@ -153,6 +153,123 @@ TEST_CASE("bad flags and files exit 2 with a message") {
   r = run_fracsim("disasm " + junk);
   CHECK(r.code == 2);
   CHECK(r.out.rfind("error: " + junk + ": ", 0) == 0);
+}
+
+TEST_CASE("fracsim COMMAND --help prints the synopsis and the options, exit 0") {
+  CliResult r = run_fracsim("run --help");
+  CHECK(r.code == 0);
+  CHECK(r.out.rfind("usage: fracsim run -m CONFIG -w PROGRAM [options]\n", 0) == 0);
+  // Boost.Program_options' own lines, from the options `run` parses.
+  for (const char* line : {
+           "  -m [ --machine ] arg  machine config (.yaml)\n",
+           "  --mode arg (=timing)  functional or timing\n",
+           "  --no-fold             simulate every node of a timing run (same results, slower)\n",
+           "  --batch arg           N: the workload at batch N, a positive integer (every input's "
+           "leading dim \n",
+           "  -h [ --help ]         print this help\n",
+       }) {
+    CAPTURE(line);
+    CHECK(r.out.find(line) != std::string::npos);
+  }
+  CHECK(run_fracsim("run -h").out == r.out);
+  CHECK(run_fracsim("help run").out == r.out);
+  // --help wins over missing required options.
+  CHECK(run_fracsim("run -m configs/tiny.yaml --help").out == r.out);
+
+  r = run_fracsim("compile --help");
+  CHECK(r.code == 0);
+  CHECK(r.out.rfind("usage: fracsim compile WORKLOAD -o X.fbin [options]\n", 0) == 0);
+  CHECK(r.out.find("  -o [ --output ] arg   the binary program (.fbin) to write\n") !=
+        std::string::npos);
+  for (const char* c : {"asm", "disasm", "config check", "isa list", "isa doc", "verify"}) {
+    CAPTURE(c);
+    r = run_fracsim(std::string(c) + " --help");
+    CHECK(r.code == 0);
+    CHECK(r.out.rfind("usage: fracsim "s + c, 0) == 0);
+    CHECK(r.out.find("  -h [ --help ]") != std::string::npos);
+  }
+}
+
+TEST_CASE("fracsim help lists every command with its summary") {
+  const CliResult r = run_fracsim("help");
+  CHECK(r.code == 0);
+  for (const char* line : {
+           "  run           run a program (.fbin, .fasm) or workload (.yaml, .onnx) on a machine\n",
+           "  compile       compile a workload (.yaml, .onnx) to a binary program\n",
+           "  asm           assemble a text program\n",
+           "  disasm        disassemble a binary program\n",
+           "  config check  check a machine config and print its shape\n",
+           "  isa list      one line per op of the instruction set\n",
+           "  isa doc       the op reference in Markdown (isa/README.md is its output)\n",
+           "  verify        run directed and random vectors through an RTL unit and the "
+           "reference\n",
+           "  help          list the commands, or describe one\n",
+       }) {
+    CAPTURE(line);
+    CHECK(r.out.find(line) != std::string::npos);
+  }
+  CHECK(run_fracsim("--help").out == r.out);
+  CHECK(run_fracsim("-h").out == r.out);
+  const CliResult bare = run_fracsim("");
+  CHECK(bare.code == 2);
+  CHECK(bare.out == r.out);
+  CliResult bad = run_fracsim("isa frob");
+  CHECK(bad.code == 2);
+  CHECK(bad.out == "error: fracsim isa: usage: fracsim isa list | fracsim isa doc [-o FILE]\n");
+  bad = run_fracsim("help frob");
+  CHECK(bad.code == 2);
+  CHECK(bad.out == "error: fracsim help: unknown command 'frob' (see 'fracsim help')\n");
+  bad = run_fracsim("compile workloads/mlp.yaml -o /dev/null --frob");
+  CHECK(bad.code == 2);
+  CHECK(bad.out ==
+        "error: fracsim compile: unrecognised option '--frob' (see 'fracsim compile --help')\n");
+}
+
+TEST_CASE("--batch must be a positive integer") {
+  for (const char* n : {"0", "-3", "eight", "8x"}) {
+    CAPTURE(n);
+    CliResult r = run_fracsim("compile workloads/mlp.yaml -o /dev/null --batch "s + n);
+    CHECK(r.code == 2);
+    CHECK(r.out ==
+          "error: fracsim compile: --batch: expected a positive integer, got '"s + n + "'\n");
+  }
+  CliResult r = run_fracsim("run -m configs/tiny.yaml -w workloads/mlp.yaml --batch 0");
+  CHECK(r.code == 2);
+  CHECK(r.out == "error: fracsim run: --batch: expected a positive integer, got '0'\n");
+  // A compiled program has its batch.
+  std::string dir = temp_dir();
+  REQUIRE(run_fracsim("compile workloads/mlp.yaml -o " + dir + "/x.fbin").code == 0);
+  r = run_fracsim("run -m configs/tiny.yaml -w " + dir + "/x.fbin --batch 8");
+  CHECK(r.code == 2);
+  CHECK(r.out == "error: " + dir +
+                     "/x.fbin: --batch applies to a workload (.yaml, .onnx), not to a compiled "
+                     "program\n");
+  // A workload that cannot take one names the node and the reason.
+  r = run_fracsim("compile workloads/sort.onnx -o /dev/null --batch 2");
+  CHECK(r.code == 2);
+  CHECK(r.out ==
+        "error: workloads/sort.onnx: node 'topk' (TopK): --batch 2: it sorts along dim 0, which "
+        "carries the batch\n");
+}
+
+TEST_CASE("run --batch 8 runs the MLP at batch 8: its work is 8 samples'") {
+  std::string dir = temp_dir();
+  CliResult r =
+      run_fracsim("run --batch 8 -m configs/tiny.yaml -w workloads/mlp.yaml --out " + dir);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.rfind("fracsim: mlp on tiny (2 levels, 4 leaves), timing mode\n", 0) == 0);
+  const std::string stats = slurp(dir + "/stats.json");
+  // 784-1024-1024-10 at batch 8: 2 ops per MAC; the bias adds and the ReLUs one op per element.
+  const int64_t macs = 8 * (784 * 1024 + 1024 * 1024 + 1024 * 10);
+  const int64_t elementwise = 8 * (1024 + 1024 + 10) + 8 * (1024 + 1024);
+  CHECK(stats.find("\"program\": \"mlp\"") != std::string::npos);
+  CHECK(stats.find("\"matrix_ops\": " + std::to_string(2 * macs) + ",") != std::string::npos);
+  CHECK(stats.find("\"vector_ops\": " + std::to_string(elementwise) + ",") != std::string::npos);
+  // The compiled program's input is [8, 784].
+  REQUIRE(run_fracsim("compile workloads/mlp.yaml --batch 8 -o " + dir + "/x.fbin --asm " + dir +
+                      "/x.fasm")
+              .code == 0);
+  CHECK(slurp(dir + "/x.fasm").find(".symbol input x f32@0x0[8,784:784,1]\n") != std::string::npos);
 }
 
 TEST_CASE("a second run into the same directory replaces stats.json whole") {

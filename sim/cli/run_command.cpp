@@ -1,0 +1,142 @@
+// `fracsim run`: simulates a program on a machine, prints the summary and writes stats.json.
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "isa/error.h"
+#include "sim/cli/command.h"
+#include "sim/cli/program_io.h"
+#include "sim/machine.h"
+#include "sim/machine_spec.h"
+#include "sim/node.h"
+#include "sim/report.h"
+#include "sim/trace.h"
+
+namespace po = boost::program_options;
+
+namespace fracsim::cli {
+namespace {
+
+// The flags of `fracsim run`, as given.
+struct RunFlags {
+  std::string config, workload, mode = "timing", out_dir, trace, backend, batch;
+  bool no_fold = false;
+};
+
+// Every option of `fracsim run`, declared once: parsing and `fracsim run --help` read this.
+po::options_description run_options(RunFlags& f) {
+  po::options_description opts;
+  auto add = opts.add_options();
+  add("machine,m", po::value(&f.config)->required(), "machine config (.yaml)");
+  add("workload,w", po::value(&f.workload)->required(),
+      "the program: a workload (.yaml, .onnx; compiled on the fly), a binary (.fbin) or an "
+      "assembly text (.fasm)");
+  add("mode", po::value(&f.mode)->default_value(f.mode), "functional or timing");
+  add("backend", po::value(&f.backend),
+      "leaf backend, model or rtl, instead of the config's (rtl: integer matmul/conv, vector "
+      "ops and merges on the Verilated units, other ops on the C++ model)");
+  add("batch", po::value(&f.batch), kBatchHelp);
+  add("out", po::value(&f.out_dir),
+      "directory of stats.json (default results/runs/PROGRAM-MACHINE-MODE)");
+  add("no-fold", po::bool_switch(&f.no_fold),
+      "simulate every node of a timing run (same results, slower)");
+  add("trace", po::value(&f.trace), "write a Chrome/Perfetto trace-event timeline of the stages");
+  return opts;
+}
+
+// The config with the leaf backend `backend` instead of its own; the effective config says so.
+void override_backend(sim::MachineSpec& spec, const std::string& backend) {
+  spec.levels.back().backend = backend;
+  nlohmann::ordered_json& levels = spec.effective["levels"];
+  if (levels.is_array() && !levels.empty() && levels.back().contains("leaf")) {
+    nlohmann::ordered_json& leaf = levels.back()["leaf"];
+    leaf["backend"] = backend;
+    if (leaf.contains("defaulted") && leaf["defaulted"].is_array()) {
+      nlohmann::ordered_json given = nlohmann::ordered_json::array();
+      for (const auto& k : leaf["defaulted"])
+        if (k != "backend") given.push_back(k);
+      leaf["defaulted"] = given;
+    }
+  }
+}
+
+}  // namespace
+
+int cmd_run(const Command& self, const std::vector<std::string>& args) {
+  RunFlags f;
+  if (!parse_command_line(self, args, run_options(f))) return 0;
+  sim::Mode mode;
+  if (f.mode == "functional")
+    mode = sim::Mode::functional;
+  else if (f.mode == "timing")
+    mode = sim::Mode::timing;
+  else
+    throw ConfigError(
+        fmt::format("fracsim run: --mode: expected functional or timing, got '{}'", f.mode));
+  if (!f.backend.empty() && f.backend != "model" && f.backend != "rtl")
+    throw ConfigError(
+        fmt::format("fracsim run: --backend: expected model or rtl, got '{}'", f.backend));
+
+  const compiler::CompileOptions compile = compile_options(self.name, f.batch);
+
+  const isa::OpTable& ops = isa::OpTable::builtin();
+  sim::MachineSpec spec = sim::load_machine_spec(f.config);
+  if (!f.backend.empty()) override_backend(spec, f.backend);
+  const isa::Program program = load_program(f.workload, ops, compile);
+  if (f.out_dir.empty())
+    f.out_dir = fmt::format("results/runs/{}-{}-{}", program.name, spec.name, f.mode);
+
+  sim::SimOptions options;
+  options.fold = !f.no_fold;
+  sim::TraceRecorder trace;
+  if (!f.trace.empty()) options.trace = &trace;
+  // Progress of long runs, on a terminal only, at most a few times a second.
+  const auto t0 = std::chrono::steady_clock::now();
+  auto last = t0;
+  bool shown = false;
+  if (isatty(STDERR_FILENO))
+    options.progress = [&](const sim::Progress& p) {
+      const auto now = std::chrono::steady_clock::now();
+      if (p.done < p.total && now - last < std::chrono::milliseconds(200)) return;
+      last = now;
+      shown = true;
+      std::cerr << fmt::format("\r  {} / {} instructions, {:.3f} us simulated", p.done, p.total,
+                               static_cast<double>(p.picoseconds) * 1e-6)
+                << std::flush;
+    };
+  sim::RunResult run;
+  try {
+    run = sim::simulate(spec, ops, program, mode, options);
+  } catch (...) {
+    if (shown) std::cerr << "\n";
+    throw;
+  }
+  if (shown) std::cerr << "\r\033[K" << std::flush;
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!f.trace.empty()) write_file_atomically(f.trace, trace.json());
+  std::vector<sim::OutputCheck> outputs;
+  if (mode == sim::Mode::functional) outputs = sim::check_outputs(program, ops, run.memory);
+
+  std::error_code ec;
+  std::filesystem::create_directories(f.out_dir, ec);
+  if (ec)
+    throw ConfigError(fmt::format("{}: cannot create directory ({})", f.out_dir, ec.message()));
+  const std::string stats_path = (std::filesystem::path(f.out_dir) / "stats.json").string();
+  write_file_atomically(stats_path, sim::stats_text(spec, program, run, outputs));
+
+  std::cout << sim::summary_text(spec, program, run, outputs);
+  // Microseconds: a folded run of thousands of leaves takes a few milliseconds.
+  std::cout << fmt::format("  wall time     {:.6f} s\n  stats         {}\n", wall, stats_path);
+  for (const sim::OutputCheck& c : outputs)
+    if (!c.match()) return 1;
+  if (mode == sim::Mode::functional) std::cout << "outputs match the reference\n";
+  return 0;
+}
+
+}  // namespace fracsim::cli
