@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "isa/decompose/localize.h"
 #include "isa/error.h"
 #include "sim/leaf_unit.h"
@@ -114,6 +116,98 @@ std::vector<LayerRecord> layer_records(const MachineSpec& spec, const isa::Progr
     out.push_back(std::move(r));
   }
   return out;
+}
+
+namespace {
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+std::string joined(const std::vector<std::string>& parts, const char* sep) {
+  std::string s;
+  for (size_t i = 0; i < parts.size(); ++i) s += (i ? sep : "") + parts[i];
+  return s;
+}
+
+// The stage counters layers.csv gives per level.
+constexpr Counter kStageCounters[] = {Counter::load_bytes,    Counter::store_bytes,
+                                      Counter::load_cycles,   Counter::execute_cycles,
+                                      Counter::reduce_cycles, Counter::writeback_cycles,
+                                      Counter::hazard_cycles};
+
+}  // namespace
+
+std::string layers_csv(const MachineSpec& spec, const std::vector<LayerRecord>& records) {
+  std::vector<std::string> head = {"layer",       "ops",       "instructions",
+                                   "start_cycle", "end_cycle", "cycles"};
+  for (const isa::UnitKindDef& u : isa::unit_kinds()) head.push_back(u.name + "_ops");
+  for (const isa::UnitKindDef& u : isa::unit_kinds()) head.push_back(u.name + "_utilization");
+  head.insert(head.end(), {"read_bytes", "written_bytes"});
+  for (const isa::UnitKindDef& u : isa::unit_kinds()) head.push_back("bound_compute:" + u.name);
+  for (const LevelSpec& l : spec.levels) head.push_back("bound_bw:" + l.name);
+  head.insert(head.end(), {"bound", "bounding", "attained"});
+  for (size_t l = 0; l <= spec.levels.size(); ++l)
+    for (Counter c : kStageCounters)
+      head.push_back(fmt::format("{}.{}", l == 0 ? "root" : spec.levels[l - 1].name,
+                                 kCounterInfo[static_cast<size_t>(c)].name));
+  std::string out = joined(head, ",") + "\n";
+  for (const LayerRecord& r : records) {
+    std::vector<std::string> row = {csv_field(r.name),
+                                    joined(r.ops, "+"),
+                                    std::to_string(r.instructions),
+                                    std::to_string(r.start_cycle),
+                                    std::to_string(r.end_cycle),
+                                    std::to_string(r.cycles)};
+    for (uint64_t w : r.unit_ops) row.push_back(std::to_string(w));
+    for (double u : r.utilization) row.push_back(fmt::format("{}", u));
+    row.push_back(std::to_string(r.read_bytes));
+    row.push_back(std::to_string(r.written_bytes));
+    for (double b : r.compute_bound) row.push_back(fmt::format("{}", b));
+    for (double b : r.bandwidth_bound) row.push_back(fmt::format("{}", b));
+    row.push_back(fmt::format("{}", r.bound));
+    row.push_back(r.bounding);
+    row.push_back(fmt::format("{}", r.attained));
+    for (const NodeStats& level : r.levels)
+      for (Counter c : kStageCounters) row.push_back(std::to_string(level[c]));
+    out += joined(row, ",") + "\n";
+  }
+  return out;
+}
+
+std::string layers_table(const std::vector<LayerRecord>& records, size_t limit) {
+  std::vector<const LayerRecord*> order;
+  for (const LayerRecord& r : records) order.push_back(&r);
+  std::stable_sort(order.begin(), order.end(), [](const LayerRecord* a, const LayerRecord* b) {
+    return a->cycles > b->cycles;
+  });
+  if (limit > 0 && order.size() > limit) order.resize(limit);
+  uint64_t total = 0;
+  double bounds = 0;
+  size_t width = 5;
+  for (const LayerRecord& r : records) {
+    total += r.cycles;
+    bounds += r.bound;
+  }
+  for (const LayerRecord* r : order) width = std::max(width, r->name.size());
+  const auto matrix = static_cast<size_t>(isa::UnitKind::matrix);
+  std::string s =
+      fmt::format("  {:<{}} {:<18} {:>12} {:>6} {:>12} {:<16} {:>8} {:>7}\n", "layer", width, "ops",
+                  "cycles", "share", "bound", "bounding", "attained", "matrix");
+  for (const LayerRecord* r : order)
+    s += fmt::format(
+        "  {:<{}} {:<18} {:>12} {:>5.1f}% {:>12.0f} {:<16} {:>7.1f}% {:>6.1f}%\n", r->name, width,
+        joined(r->ops, "+"), r->cycles,
+        total ? 100.0 * static_cast<double>(r->cycles) / static_cast<double>(total) : 0.0, r->bound,
+        r->bounding, 100 * r->attained, 100 * r->utilization[matrix]);
+  s += fmt::format(
+      "  {} of {} layers; total {} cycles, sum of the bounds {:.0f}, attained {:.1f}%\n",
+      order.size(), records.size(), total, bounds,
+      total ? 100 * bounds / static_cast<double>(total) : 0.0);
+  return s;
 }
 
 }  // namespace fracsim::sim

@@ -66,4 +66,12 @@ std::vector<LayerRecord> layer_records(const MachineSpec& spec, const isa::Progr
 // Root cycles charged to each program instruction (they add up to run.cycles).
 std::vector<uint64_t> attributed_cycles(const MachineSpec& spec, const RunResult& run);
 
+// layers.csv: a header, then one row per layer in program order (fields quoted as RFC 4180
+// asks where they hold a comma, a quote or a line break).
+std::string layers_csv(const MachineSpec& spec, const std::vector<LayerRecord>& records);
+
+// `fracsim run --layers[=N]`: the `limit` layers with most cycles (all when 0), most first, and
+// a line with the total cycles, the sum of the bounds and the overall attained fraction.
+std::string layers_table(const std::vector<LayerRecord>& records, size_t limit);
+
 }  // namespace fracsim::sim

@@ -1,5 +1,6 @@
 // `fracsim run`: simulates a program on a machine, prints the summary and writes stats.json.
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -12,6 +13,7 @@
 #include "isa/error.h"
 #include "sim/cli/command.h"
 #include "sim/cli/program_io.h"
+#include "sim/layer_report.h"
 #include "sim/machine.h"
 #include "sim/machine_spec.h"
 #include "sim/node.h"
@@ -25,7 +27,7 @@ namespace {
 
 // The flags of `fracsim run`, as given.
 struct RunFlags {
-  std::string config, workload, mode = "timing", out_dir, trace, backend, batch;
+  std::string config, workload, mode = "timing", out_dir, trace, backend, batch, layers;
   bool no_fold = false;
 };
 
@@ -47,6 +49,9 @@ po::options_description run_options(RunFlags& f) {
   add("no-fold", po::bool_switch(&f.no_fold),
       "simulate every node of a timing run (same results, slower)");
   add("trace", po::value(&f.trace), "write a Chrome/Perfetto trace-event timeline of the stages");
+  add("layers", po::value(&f.layers)->implicit_value("all"),
+      "--layers[=N]: print the per-layer table (DIR/layers.csv has every layer): the N layers "
+      "with most cycles, default all, with each one's roofline bound and attained fraction");
   return opts;
 }
 
@@ -84,13 +89,24 @@ int cmd_run(const Command& self, const std::vector<std::string>& args) {
         fmt::format("fracsim run: --backend: expected model or rtl, got '{}'", f.backend));
 
   const compiler::CompileOptions compile = compile_options(self.name, f.batch);
+  size_t layer_rows = 0;
+  if (!f.layers.empty() && f.layers != "all") {
+    char* end = nullptr;
+    const long long n = std::strtoll(f.layers.c_str(), &end, 10);
+    if (n <= 0 || *end != '\0' || f.layers[0] == '+')
+      throw ConfigError(fmt::format(
+          "fracsim run: --layers: expected a positive number of layers, got '{}'", f.layers));
+    layer_rows = static_cast<size_t>(n);
+  }
 
   const isa::OpTable& ops = isa::OpTable::builtin();
   sim::MachineSpec spec = sim::load_machine_spec(f.config);
   if (!f.backend.empty()) override_backend(spec, f.backend);
   const isa::Program program = load_program(f.workload, ops, compile);
   if (f.out_dir.empty())
-    f.out_dir = fmt::format("results/runs/{}-{}-{}", program.name, spec.name, f.mode);
+    f.out_dir =
+        fmt::format("results/runs/{}{}-{}-{}", program.name,
+                    compile.batch ? fmt::format("-b{}", *compile.batch) : "", spec.name, f.mode);
 
   sim::SimOptions options;
   options.fold = !f.no_fold;
@@ -129,8 +145,12 @@ int cmd_run(const Command& self, const std::vector<std::string>& args) {
     throw ConfigError(fmt::format("{}: cannot create directory ({})", f.out_dir, ec.message()));
   const std::string stats_path = (std::filesystem::path(f.out_dir) / "stats.json").string();
   write_file_atomically(stats_path, sim::stats_text(spec, program, run, outputs));
+  const std::vector<sim::LayerRecord> layers = sim::layer_records(spec, program, ops, run);
+  write_file_atomically((std::filesystem::path(f.out_dir) / "layers.csv").string(),
+                        sim::layers_csv(spec, layers));
 
   std::cout << sim::summary_text(spec, program, run, outputs);
+  if (!f.layers.empty()) std::cout << sim::layers_table(layers, layer_rows);
   // Microseconds: a folded run of thousands of leaves takes a few milliseconds.
   std::cout << fmt::format("  wall time     {:.6f} s\n  stats         {}\n", wall, stats_path);
   for (const sim::OutputCheck& c : outputs)
