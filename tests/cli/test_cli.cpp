@@ -5,6 +5,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -69,6 +70,29 @@ TEST_CASE("run: the MLP on tiny.yaml in functional mode matches the reference") 
         std::string::npos);
   CHECK(r.out.find("outputs match the reference") != std::string::npos);
   CHECK(std::filesystem::exists(dir + "/stats.json"));
+}
+
+TEST_CASE("run --layers=N prints the N layers with most cycles; layers.csv has every layer") {
+  // The MLP on tiny (4 leaves of 4x4 MACs: 128 ops per cycle): fc2's bound is its
+  // 2 * 64 * 1024 * 1024 ops / 128 = 1048576 cycles of compute, fc1's 2 * 64 * 784 * 1024 /
+  // 128 = 802816; together they take most of the time.
+  const std::string dir = temp_dir();
+  CliResult r =
+      run_fracsim("run -m configs/tiny.yaml -w workloads/mlp.yaml --layers=2 --out " + dir);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("\n  fc2   matmul+eltwise          1454160  54.0%      1048576 "
+                   "compute:matrix      72.1%   72.1%\n  fc1   matmul+eltwise          1162417  "
+                   "43.2%       802816 compute:matrix      69.1%   69.1%\n  2 of 5 layers; total "
+                   "2690769 cycles, sum of the bounds") != std::string::npos);
+  const std::string csv = slurp(dir + "/layers.csv");
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 6);  // the header and fc1 ... fc3
+  CHECK(csv.find("\nrelu2,activation,1,") != std::string::npos);
+  // Without --layers the table is not printed; the CSV is written all the same.
+  r = run_fracsim("run -m configs/tiny.yaml -w workloads/mlp.yaml --out " + dir);
+  CHECK(r.out.find("sum of the bounds") == std::string::npos);
+  r = run_fracsim("run -m configs/tiny.yaml -w workloads/mlp.yaml --layers=0 --out " + dir);
+  CHECK(r.code == 2);
+  CHECK(r.out == "error: fracsim run: --layers: expected a positive number of layers, got '0'\n");
 }
 
 TEST_CASE("disasm | asm gives a byte-identical binary") {
