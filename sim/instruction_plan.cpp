@@ -9,6 +9,7 @@
 #include "isa/decompose/piece.h"
 #include "isa/decompose/sequential.h"
 #include "isa/error.h"
+#include "sim/leaf_unit.h"
 
 namespace fracsim::sim {
 namespace {
@@ -51,13 +52,13 @@ uint64_t static_bytes(const InstructionPlan& plan) {
 
 // The largest footprint of the plan's pieces (pieces of equal shape are measured once).
 uint64_t largest_piece(const isa::OpDef& op, const isa::OpTable& ops, const InstructionPlan& plan,
-                       int fanout) {
+                       int fanout, const isa::CostModel* model, int level) {
   std::set<std::vector<int64_t>> seen;
   uint64_t most = 0;
   for (const isa::Instruction& p : plan.pieces) {
     std::vector<int64_t> key = congruence_key(p);
     if (!seen.insert(key).second) continue;
-    most = std::max(most, isa::piece_footprint(op, ops, p, fanout));
+    most = std::max(most, isa::piece_footprint(op, ops, p, fanout, model, level));
   }
   return most;
 }
@@ -71,7 +72,8 @@ InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
   // A sub-block is as large as the largest piece needs, no larger: what is left over keeps
   // earlier static tiles resident for later instructions.
   auto finish = [&](InstructionPlan plan) {
-    plan.subblock_bytes = largest_piece(op, ops, plan, node.fanout) - static_bytes(plan);
+    plan.subblock_bytes =
+        largest_piece(op, ops, plan, node.fanout, node.model, node.level) - static_bytes(plan);
     return plan;
   };
   // First choice: a tiling sized against the whole memory, keeping reused inputs whole in the
@@ -80,6 +82,8 @@ InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
     isa::NodeBudget whole{budget, node.fanout, node.where};
     whole.capacity = node.capacity;
     whole.depth = n;
+    whole.model = node.model;
+    whole.level = node.level;
     try {
       InstructionPlan staged =
           finish(with_static_operands(op, instr, isa::plan_sequential(op, ops, instr, whole)));
@@ -90,19 +94,50 @@ InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
       // No such tiling: the sub-block plans below decide (and name the problem if none fits).
     }
   }
-  InstructionPlan safe = finish(with_static_operands(
-      op, instr,
-      isa::plan_sequential(op, ops, instr, isa::NodeBudget{budget, node.fanout, node.where})));
+  isa::NodeBudget sub{budget, node.fanout, node.where};
+  sub.model = node.model;
+  sub.level = node.level;
+  InstructionPlan safe =
+      finish(with_static_operands(op, instr, isa::plan_sequential(op, ops, instr, sub)));
   const uint64_t s = static_bytes(safe);
   if (s == 0 || n == 1) return safe;
   const uint64_t tight_budget = sub_block(node.capacity - s, n) + s;
   if (tight_budget <= budget) return safe;
-  InstructionPlan tight = finish(with_static_operands(
-      op, instr,
-      isa::plan_sequential(op, ops, instr,
-                           isa::NodeBudget{tight_budget, node.fanout, node.where})));
+  sub.bytes = tight_budget;
+  InstructionPlan tight =
+      finish(with_static_operands(op, instr, isa::plan_sequential(op, ops, instr, sub)));
   if (static_bytes(tight) + n * tight.subblock_bytes <= node.capacity) return tight;
   return safe;
+}
+
+isa::CostModel cost_model(const MachineSpec& spec) {
+  std::vector<isa::LevelCost> levels;
+  for (size_t l = 0; l < spec.levels.size(); ++l) {
+    const LevelSpec& ls = spec.levels[l];
+    const MemorySpec& parent = l == 0 ? spec.root.memory : spec.levels[l - 1].memory;
+    isa::LevelCost c;
+    c.name = ls.name;
+    c.capacity = ls.memory.capacity;
+    c.depth = ls.controller.pipeline_depth;
+    c.fanout = l + 1 < spec.levels.size() ? spec.levels[l + 1].fanout : 1;
+    c.leaf = ls.is_leaf;
+    // Every sibling loading at once shares the parent memory equally.
+    const double share = static_cast<double>(parent.bandwidth) / ls.fanout;
+    c.bytes_per_cycle = std::min(static_cast<double>(ls.link.bandwidth), share) /
+                        static_cast<double>(ls.controller.clock);
+    const uint64_t period = ls.controller.period_ps();
+    c.latency_cycles =
+        static_cast<double>((ls.link.latency + parent.latency + period - 1) / period);
+    c.lfu_throughput = ls.controller.lfu_throughput;
+    c.decode_cycles = ls.controller.decode_cycles;
+    if (!ls.is_leaf)
+      c.child_clock_ratio = static_cast<double>(ls.controller.clock) /
+                            static_cast<double>(spec.levels[l + 1].controller.clock);
+    else
+      c.unit = leaf_params(ls);
+    levels.push_back(std::move(c));
+  }
+  return isa::CostModel(spec.decomposer, std::move(levels));
 }
 
 InstructionPlan root_plan(const isa::Instruction& instr) {

@@ -21,8 +21,10 @@
 #include <string>
 #include <vector>
 
+#include "isa/decompose/cost_model.h"
 #include "isa/decompose/sequential.h"
 #include "isa/program.h"
+#include "sim/machine_spec.h"
 #include "sim/tensor_permutation_table.h"
 
 namespace fracsim::sim {
@@ -32,7 +34,15 @@ struct NodeShape {
   int pipeline_depth = 1;
   int fanout = 1;     // children (1 at a leaf)
   std::string where;  // names the node in errors
+  // The machine's cost model and the node's level in it: the policy decides the tiling and the
+  // parallel split (null: halving).
+  const isa::CostModel* model = nullptr;
+  int level = 0;
 };
+
+// The machine as the decomposer's cost model sees it (isa/decompose/cost_model.h), with the
+// config's policy.
+isa::CostModel cost_model(const MachineSpec& spec);
 
 struct InstructionPlan {
   std::vector<isa::Instruction> pieces;  // in the parent's memory, in issue order

@@ -12,10 +12,7 @@ namespace fracsim::sim {
 
 double machine_peak(const MachineSpec& spec, isa::UnitKind unit, isa::DType dtype) {
   const LevelSpec& leaf = spec.levels.back();
-  std::map<std::string, int64_t> params = unit_parameter_values(leaf);
-  const MatrixShape m = leaf.matrix.for_dtype(dtype);
-  params["rows"] = m.rows;
-  params["cols"] = m.cols;
+  const std::map<std::string, int64_t> params = leaf_params(leaf).values(dtype);
   const double clock_ratio =
       static_cast<double>(leaf.controller.clock) / static_cast<double>(spec.root.controller.clock);
   return static_cast<double>(spec.leaves()) * isa::unit_peak(unit, params) * clock_ratio;

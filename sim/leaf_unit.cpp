@@ -14,8 +14,7 @@ namespace {
 // isa/ops/*.yaml) over its dims and the leaf's unit parameters for the time.
 class ModelLeafUnit : public LeafUnit {
  public:
-  explicit ModelLeafUnit(const LevelSpec& leaf)
-      : matrix_(leaf.matrix), params_(unit_parameter_values(leaf)) {}
+  explicit ModelLeafUnit(const LevelSpec& leaf) : params_(leaf_params(leaf)) {}
 
   uint64_t run(const isa::OpDef& op, const isa::Instruction& instr, isa::MemoryView* mem) override {
     if (mem) isa::execute_reference(op, instr, *mem);
@@ -34,26 +33,12 @@ class ModelLeafUnit : public LeafUnit {
     return it->second;
   }
 
-  // An extension op's piece takes the cycles of its primitive steps, one after another.
-  uint64_t price(const isa::OpDef& op, const isa::Instruction& instr) {
-    if (op.is_extension()) {
-      const isa::Expansion x = isa::expand_sequence(op, instr);
-      uint64_t total = 0;
-      for (size_t s = 0; s < x.steps.size(); ++s) total += price(*x.step_ops[s], x.steps[s]);
-      return total;
-    }
-    if (op.unit == isa::UnitKind::matrix && !instr.operands.empty()) {
-      // The MAC array's shape depends on the input dtype (narrow integers pack more MACs).
-      const MatrixShape m = matrix_.for_dtype(instr.operands[0].dtype);
-      params_["rows"] = m.rows;
-      params_["cols"] = m.cols;
-    }
-    return unit_cycles(op, instr, params_);
+  uint64_t price(const isa::OpDef& op, const isa::Instruction& instr) const {
+    return isa::leaf_cycles(op, instr, params_);
   }
 
  private:
-  MatrixUnitSpec matrix_;
-  std::map<std::string, int64_t> params_;
+  isa::LeafParams params_;
   std::map<std::vector<int64_t>, uint64_t> priced_;  // piece key -> cycles
 };
 
@@ -83,16 +68,15 @@ std::map<std::string, int64_t> unit_parameter_values(const LevelSpec& leaf) {
           {"width", leaf.sort.width}};
 }
 
-uint64_t unit_cycles(const isa::OpDef& op, const isa::Instruction& instr,
-                     const std::map<std::string, int64_t>& unit_params) {
-  std::map<std::string, int64_t> vars = isa::bind_dims(op, instr, op.name);
-  int64_t elements = 1;
-  for (int64_t e : isa::dim_extents(op, instr)) elements *= e;
-  if (elements == 0) return 0;  // an empty piece takes no time
-  vars.insert(unit_params.begin(), unit_params.end());
-  const int64_t c = op.cycles.eval(vars);
-  FRACSIM_ASSERT(c >= 0, "op {}: cycles formula gave {}", op.name, c);
-  return static_cast<uint64_t>(c);
+isa::LeafParams leaf_params(const LevelSpec& leaf) {
+  isa::LeafParams p;
+  for (size_t d = 0; d < isa::kDTypeCount; ++d) {
+    const MatrixShape m = leaf.matrix.for_dtype(static_cast<isa::DType>(d));
+    p.matrix[d] = {m.rows, m.cols};
+  }
+  p.lanes = leaf.vector.lanes;
+  p.width = leaf.sort.width;
+  return p;
 }
 
 void register_leaf_backend(const std::string& name, LeafUnitFactory factory) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "isa/reference.h"
+#include "isa/unit_cycles.h"
 #include "sim/machine_spec.h"
 #include "sim/node_stats.h"
 
@@ -41,9 +42,10 @@ std::vector<int64_t> piece_key(const isa::Instruction& instr);
 // The values of the leaf's unit parameters (isa::unit_parameters) from its spec.
 std::map<std::string, int64_t> unit_parameter_values(const LevelSpec& leaf);
 
-// The C++ unit model's cycles for one instruction: the op's `cycles` formula (isa/ops/*.yaml)
-// over its dims, attributes and the unit parameters; 0 for an empty instruction.
-uint64_t unit_cycles(const isa::OpDef& op, const isa::Instruction& instr,
-                     const std::map<std::string, int64_t>& unit_params);
+// The C++ unit model's cycles for one instruction (isa/unit_cycles.h).
+using isa::unit_cycles;
+
+// The leaf's unit parameters as the cycle formulas read them.
+isa::LeafParams leaf_params(const LevelSpec& leaf);
 
 }  // namespace fracsim::sim

@@ -56,6 +56,8 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   ctx.ops = &ops;
   ctx.spec = &spec;
   ctx.tree = &tree;
+  const isa::CostModel model = cost_model(spec);
+  ctx.model = &model;
   ctx.functional = mode == Mode::functional;
   ctx.fold = fold;
   ctx.trace = options.trace;

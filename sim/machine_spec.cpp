@@ -126,6 +126,14 @@ MachineSpec parse_machine_node(const YAML::Node& doc, const std::string& file) {
   spec.file = file;
   ConfigMapping top(YamlMap(doc, file, ""));
   spec.name = top.text("machine", std::nullopt);
+  // How every node splits the instructions it receives (isa/decompose/cost_model.h).
+  const std::string policy = top.text("decomposer", std::string(kDefaultDecomposer));
+  if (auto p = isa::policy_named(policy)) {
+    spec.decomposer = *p;
+  } else {
+    throw top.yaml().error("decomposer", fmt::format("unknown decomposer '{}' (expected {})",
+                                                     policy, isa::kPolicyNames));
+  }
 
   ConfigMapping root = top.mapping("root");
   spec.root.controller = read_controller(root, std::nullopt, true);

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "isa/decompose/cost_model.h"
 #include "isa/dtype.h"
 #include "sim/energy_table.h"
 
@@ -90,9 +91,13 @@ struct LevelSpec {
   std::string backend = "model";
 };
 
+// The decomposition policy of a config that names none.
+constexpr const char* kDefaultDecomposer = "search";
+
 struct MachineSpec {
   std::string name;
   std::string file;
+  isa::Policy decomposer = isa::Policy::search;  // `decomposer:` (every node's policy)
   RootSpec root;
   std::vector<LevelSpec> levels;      // top down; levels.back().is_leaf
   std::optional<EnergyTable> energy;  // absent: the run reports no energy

@@ -191,7 +191,7 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, const isa::Instruction& part
     base = at;  // scratch follows the cyclic tiles
   }
   if (!is_leaf_) {
-    p->split = isa::parallel(op, *ctx_.ops, p->local, fanout_, base);
+    p->split = isa::parallel(op, *ctx_.ops, p->local, fanout_, base, ctx_.model, level_);
     if (base + p->split.scratch_bytes > end)
       throw ConfigError(
           fmt::format("{}: {}: partial results need {} bytes more than a cyclic "

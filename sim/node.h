@@ -88,6 +88,7 @@ struct RunContext {
   const isa::OpTable* ops = nullptr;
   const MachineSpec* spec = nullptr;
   MachineTree* tree = nullptr;
+  const isa::CostModel* model = nullptr;  // the decomposition policy's
   bool functional = false;
   bool fold = false;
   TraceRecorder* trace = nullptr;

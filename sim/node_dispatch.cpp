@@ -55,7 +55,12 @@ NodeShape Node::child_shape(size_t child) const {
   const int l = level_ + 1;
   const LevelSpec& ls = spec.levels[l];
   const int below = l + 1 < static_cast<int>(spec.levels.size()) ? spec.levels[l + 1].fanout : 1;
-  return NodeShape{ls.memory.capacity, ls.controller.pipeline_depth, below, ctx_.tree->path(child)};
+  return NodeShape{ls.memory.capacity,
+                   ls.controller.pipeline_depth,
+                   below,
+                   ctx_.tree->path(child),
+                   ctx_.model,
+                   l};
 }
 
 void Node::dispatch(const Piece& p) {

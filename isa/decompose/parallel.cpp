@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "isa/decompose/cost_model.h"
 #include "isa/decompose/localize.h"
 #include "isa/decompose/piece.h"
 #include "isa/error.h"
@@ -123,7 +124,7 @@ Instruction merge_runs(const OpDef& op, const OpTable& ops, const Instruction& i
 }
 
 ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& instr, int fanout,
-                       uint64_t scratch_base) {
+                       uint64_t scratch_base, const CostModel* model, int level) {
   FRACSIM_ASSERT(fanout >= 1, "fanout {}", fanout);
   ParallelSplit split;
   const std::vector<int64_t> ext = dim_extents(op, instr);
@@ -135,7 +136,9 @@ ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& i
   }
   std::vector<int64_t> parts(ext.size(), 1);
   int reduce_dim = -1;
-  if (!par.empty()) {
+  if (!par.empty() && model && model->policy() == Policy::search && fanout > 1) {
+    parts = model->parallel_parts(level, op, ops, instr, fanout);
+  } else if (!par.empty()) {
     parts = best_parts(op, instr, ext, par, fanout).parts;
   } else if (!red.empty() && fanout > 1) {
     reduce_dim =

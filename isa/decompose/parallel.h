@@ -35,7 +35,11 @@ Instruction self_combine(const OpDef& op, const Instruction& instr,
 // of the op's output in place ("reduce: merge").
 Instruction merge_runs(const OpDef& op, const OpTable& ops, const Instruction& instr, int64_t runs);
 
+class CostModel;
+
+// With `model` (policy search), the parts per parallel dim are those of least estimated time for
+// the children of a node of `level` (CostModel::parallel_parts); otherwise the rule above.
 ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& instr, int fanout,
-                       uint64_t scratch_base);
+                       uint64_t scratch_base, const CostModel* model = nullptr, int level = 0);
 
 }  // namespace fracsim::isa

@@ -1,9 +1,11 @@
 #include "isa/decompose/sequential.h"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 
+#include "isa/decompose/cost_model.h"
 #include "isa/decompose/localize.h"
 #include "isa/decompose/parallel.h"
 #include "isa/decompose/piece.h"
@@ -11,10 +13,16 @@
 
 namespace fracsim::isa {
 
-uint64_t piece_footprint(const OpDef& op, const OpTable& ops, const Instruction& piece,
-                         int fanout) {
+uint64_t piece_footprint(const OpDef& op, const OpTable& ops, const Instruction& piece, int fanout,
+                         const CostModel* model, int level) {
   LocalPiece lp = localize(op, piece, 0);
-  return lp.bytes + parallel(op, ops, lp.local, fanout, lp.bytes).scratch_bytes;
+  // `search` splits only parallel dims when there are any, and those need no scratch.
+  if (model && model->policy() == Policy::search && fanout > 1) {
+    const std::vector<int64_t> ext = dim_extents(op, piece);
+    for (size_t d = 0; d < ext.size(); ++d)
+      if (op.dims[d].kind == DimKind::parallel && ext[d] > 1) return lp.bytes;
+  }
+  return lp.bytes + parallel(op, ops, lp.local, fanout, lp.bytes, model, level).scratch_bytes;
 }
 
 namespace {
@@ -36,10 +44,11 @@ bool reduce_order_kept(const OpDef& op, const std::vector<int64_t>& tile, size_t
   return true;
 }
 
-// A piece of the given lengths with the largest footprint it can have anywhere in the
-// instruction: a window dim gets the halo of an interior piece, (l-1)*stride + span input
-// elements (at most the whole input), not the clipped halo of a piece at the edge. Only sizes
-// matter here; the piece is never executed.
+}  // namespace
+
+// A window dim gets the halo of an interior piece, (l-1)*stride + span input elements (at most
+// the whole input), not the clipped halo of a piece at the edge. Only sizes matter here; the
+// piece is never executed.
 Instruction worst_case_piece(const OpDef& op, const Instruction& instr,
                              const std::vector<int64_t>& len) {
   const std::vector<int64_t> ext = dim_extents(op, instr);
@@ -67,28 +76,31 @@ Instruction worst_case_piece(const OpDef& op, const Instruction& instr,
   return p;
 }
 
-}  // namespace
-
 // The largest footprint among the pieces a tiling gives. After rebalancing, each dim has pieces
-// of at most two lengths; every combination is checked, because the parallel split (and so the
-// scratch a piece needs) is not monotone in the piece's shape: a piece whose parallel dims are
-// all 1 splits a reduce dim across children and needs room for partial results.
+// of at most two lengths; with children every combination is checked, because the parallel
+// split (and so the scratch a piece needs) is not monotone in the piece's shape: a piece whose
+// parallel dims are all 1 splits a reduce dim across children and needs room for partial
+// results.
 uint64_t tiling_footprint(const OpDef& op, const OpTable& ops, const Instruction& instr,
-                          const std::vector<int64_t>& tile, int fanout) {
+                          const std::vector<int64_t>& tile, int fanout, const CostModel* model,
+                          int level) {
   const std::vector<int64_t> ext = dim_extents(op, instr);
   std::vector<std::vector<int64_t>> lengths(ext.size());
   for (size_t d = 0; d < ext.size(); ++d) {
     const int64_t parts = ext[d] == 0 ? 1 : ceil_div(ext[d], tile[d]);
     const int64_t hi = ceil_div(ext[d], parts), lo = ext[d] / parts;
     lengths[d] = {hi};
-    if (lo != hi && lo > 0) lengths[d].push_back(lo);
+    // Without children a piece needs no scratch, and its tiles grow with its lengths: the
+    // longest piece is the largest.
+    if (lo != hi && lo > 0 && fanout > 1) lengths[d].push_back(lo);
   }
   uint64_t worst = 0;
   std::vector<size_t> pick(ext.size(), 0);
   while (true) {
     std::vector<int64_t> len(ext.size());
     for (size_t d = 0; d < ext.size(); ++d) len[d] = lengths[d][pick[d]];
-    worst = std::max(worst, piece_footprint(op, ops, worst_case_piece(op, instr, len), fanout));
+    worst = std::max(
+        worst, piece_footprint(op, ops, worst_case_piece(op, instr, len), fanout, model, level));
     size_t d = 0;
     for (; d < ext.size(); ++d) {
       if (++pick[d] < lengths[d].size()) break;
@@ -127,8 +139,92 @@ uint64_t static_footprint(const OpDef& op, const Instruction& instr,
   return bytes;
 }
 
-SequentialPlan plan_sequential(const OpDef& op, const OpTable& ops, const Instruction& instr,
-                               const NodeBudget& budget) {
+namespace {
+
+// Chunk counts tried per dim: at a leaf every count up to 8, then about four per doubling; at an
+// inner node (whose candidates cost a parallel split each) 1, 2, 3, 4, 6, 8, 12, 16, ...
+std::vector<int64_t> candidate_parts(int64_t extent, bool leaf) {
+  std::vector<int64_t> out;
+  for (int64_t p = 1; p <= extent; p = leaf ? (p < 8 ? p + 1 : p + std::max<int64_t>(1, p / 4))
+                                            : (p < 4        ? p + 1
+                                               : p % 3 == 0 ? p / 3 * 4
+                                                            : p / 2 * 3))
+    out.push_back(p);
+  if (out.back() != extent) out.push_back(extent);
+  return out;
+}
+
+// `search`: from the halving tiling, moves to tilings of less estimated time that still fit: a
+// dim's tile changed alone, or one dim's tile grown while another's shrinks to the longest that
+// fits, until no such move helps.
+template <typename Cost>
+std::vector<int64_t> searched_tiling(const OpDef& op, const OpTable& ops, const Instruction& instr,
+                                     const NodeBudget& budget, std::vector<int64_t> best,
+                                     Cost& cost, uint64_t limit) {
+  const CostModel& model = *budget.model;
+  const std::vector<int64_t> ext = dim_extents(op, instr);
+  const size_t nd = ext.size();
+  std::vector<std::vector<int64_t>> values(nd);  // candidate tiles, ascending
+  for (size_t d = 0; d < nd; ++d) {
+    std::set<int64_t> v{best[d]};
+    if (splittable(op.dims[d]) && ext[d] > 1)
+      for (int64_t p : candidate_parts(ext[d], budget.fanout == 1)) v.insert(ceil_div(ext[d], p));
+    values[d].assign(v.begin(), v.end());
+  }
+  auto legal = [&](const std::vector<int64_t>& t) {
+    for (size_t d = 0; d < nd; ++d)
+      if (t[d] < ext[d] && !reduce_order_kept(op, t, d)) return false;
+    return true;
+  };
+  auto time = [&](const std::vector<int64_t>& t) {
+    return model.tiling_cycles(budget.level, op, ops, instr, t);
+  };
+  double best_t = time(best);
+  auto better = [&](const std::vector<int64_t>& t) {
+    if (t == best || !legal(t)) return false;
+    const double tt = time(t);
+    if (!(tt < best_t * (1 - 1e-9)) || cost(t) > limit) return false;
+    best = t;
+    best_t = tt;
+    return true;
+  };
+  for (int round = 0; round < 8; ++round) {
+    bool improved = false;
+    for (size_t d = 0; d < nd; ++d)
+      for (int64_t v : values[d]) {
+        std::vector<int64_t> t = best;
+        t[d] = v;
+        improved = better(t) || improved;
+      }
+    if (!improved)
+      for (size_t a = 0; a < nd && !improved; ++a)
+        for (int64_t va : values[a]) {
+          if (va <= best[a]) continue;
+          for (size_t b = 0; b < nd && !improved; ++b) {
+            if (b == a) continue;
+            // The longest tile of b below its current one with which the grown a fits.
+            for (auto it = std::lower_bound(values[b].begin(), values[b].end(), best[b]);
+                 it != values[b].begin() && !improved;) {
+              --it;
+              std::vector<int64_t> t = best;
+              t[a] = va;
+              t[b] = *it;
+              if (!legal(t) || cost(t) > limit) continue;
+              improved = better(t);
+              break;
+            }
+          }
+          if (improved) break;
+        }
+    if (!improved) break;
+  }
+  return best;
+}
+
+}  // namespace
+
+std::vector<int64_t> choose_tiling(const OpDef& op, const OpTable& ops, const Instruction& instr,
+                                   const NodeBudget& budget) {
   const std::vector<int64_t> ext = dim_extents(op, instr);
   const size_t nd = ext.size();
   std::vector<int64_t> tile = ext;
@@ -138,7 +234,8 @@ SequentialPlan plan_sequential(const OpDef& op, const OpTable& ops, const Instru
   const bool whole_memory = budget.capacity > 0;
   const uint64_t limit = whole_memory ? budget.capacity : budget.bytes;
   auto cost = [&](const std::vector<int64_t>& t) {
-    const uint64_t f = tiling_footprint(op, ops, instr, t, budget.fanout);
+    const uint64_t f =
+        tiling_footprint(op, ops, instr, t, budget.fanout, budget.model, budget.level);
     if (!whole_memory) return f;
     const uint64_t st = std::min(f, static_footprint(op, instr, t));
     return st + static_cast<uint64_t>(budget.depth) * (f - st);
@@ -190,6 +287,16 @@ SequentialPlan plan_sequential(const OpDef& op, const OpTable& ops, const Instru
     tile[best] = ceil_div(tile[best], 2);
     fp = best_fp;
   }
+  if (budget.model && budget.model->policy() == Policy::search)
+    tile = searched_tiling(op, ops, instr, budget, tile, cost, limit);
+  return tile;
+}
+
+SequentialPlan plan_sequential(const OpDef& op, const OpTable& ops, const Instruction& instr,
+                               const NodeBudget& budget) {
+  const std::vector<int64_t> ext = dim_extents(op, instr);
+  const size_t nd = ext.size();
+  const std::vector<int64_t> tile = choose_tiling(op, ops, instr, budget);
 
   // Rebalance, then enumerate with reduce dims outermost.
   std::vector<std::vector<int64_t>> cb(nd), cl(nd);

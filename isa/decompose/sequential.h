@@ -18,6 +18,8 @@
 
 namespace fracsim::isa {
 
+class CostModel;
+
 struct NodeBudget {
   uint64_t bytes = 0;  // one cyclic sub-block
   int fanout = 1;      // children (1 at a leaf)
@@ -27,6 +29,10 @@ struct NodeBudget {
   // cyclic sub-blocks). The tiling then prefers splits that keep large reused inputs whole.
   uint64_t capacity = 0;
   int depth = 1;
+  // The node's level in the cost model; with a model whose policy is `search`, the tiling and
+  // the parallel split are the ones of least estimated time (null: halving).
+  const CostModel* model = nullptr;
+  int level = 0;
 };
 
 // Bytes of the inputs a tiling leaves whole (same view in every piece, not written by the
@@ -34,13 +40,26 @@ struct NodeBudget {
 uint64_t static_footprint(const OpDef& op, const Instruction& instr,
                           const std::vector<int64_t>& tile);
 
-// Bytes one piece occupies in a sub-block: its dense tiles plus its parallel split's scratch.
-uint64_t piece_footprint(const OpDef& op, const OpTable& ops, const Instruction& piece, int fanout);
+// Bytes one piece occupies in a sub-block: its dense tiles plus its parallel split's scratch
+// (split by `model`'s policy for a node of `level`; halving without a model).
+uint64_t piece_footprint(const OpDef& op, const OpTable& ops, const Instruction& piece, int fanout,
+                         const CostModel* model = nullptr, int level = 0);
 
 // The largest footprint of the pieces that tiling the instruction's dims by `tile` (a length
 // per dim; window dims ignored) gives, wherever they lie (window halos at their widest).
 uint64_t tiling_footprint(const OpDef& op, const OpTable& ops, const Instruction& instr,
-                          const std::vector<int64_t>& tile, int fanout);
+                          const std::vector<int64_t>& tile, int fanout,
+                          const CostModel* model = nullptr, int level = 0);
+
+// A piece of the given lengths (one per dim) with the largest footprint it can have anywhere in
+// the instruction (window halos of an interior piece).
+Instruction worst_case_piece(const OpDef& op, const Instruction& instr,
+                             const std::vector<int64_t>& len);
+
+// The tile length per dim the budget's policy chooses (the pieces of plan_sequential). Throws
+// as sequential() does when nothing fits.
+std::vector<int64_t> choose_tiling(const OpDef& op, const OpTable& ops, const Instruction& instr,
+                                   const NodeBudget& budget);
 
 struct SequentialPlan {
   std::vector<Instruction> pieces;

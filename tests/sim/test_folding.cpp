@@ -71,8 +71,9 @@ TEST_CASE("folded and unfolded timing runs of the MLP agree on every scale machi
 TEST_CASE("a pool too small for the classes at once is grown, with the same results") {
   // The reduced ResNet-50 on 64 leaves needs more simulated nodes at once than the first pools
   // hold; the run starts again with full pools and still agrees with the unfolded run. The MLP
-  // fits its first pools.
-  const MachineSpec spec = load_machine_spec(kRoot + "/configs/scale/leaves-0064.yaml");
+  // fits its first pools when halved.
+  MachineSpec spec = load_machine_spec(kRoot + "/configs/scale/leaves-0064.yaml");
+  spec.decomposer = isa::Policy::halving;
   const isa::Program resnet = compiler::compile(
       compiler::load_workload(kRoot + "/workloads/resnet50-small.yaml"), isa::OpTable::builtin());
   const RunResult folded = simulate(spec, isa::OpTable::builtin(), resnet, Mode::timing);

@@ -27,10 +27,11 @@ using namespace fracsim::sim;
 
 namespace {
 
-// The machine of tests/sim/test_node_timing.cpp: the root and one leaf, 1 GHz. The main memory
-// gives 64 B/cycle; the link 16 B/cycle per direction, 10 cycles of latency per transfer; a
-// 4x4 MAC array (32 ops/cycle), 8 lanes.
+// The machine of tests/sim/test_node_timing.cpp (the halving policy): the root and one leaf, 1 GHz.
+// The main memory gives 64 B/cycle; the link 16 B/cycle per direction, 10 cycles of latency per
+// transfer; a 4x4 MAC array (32 ops/cycle), 8 lanes.
 const std::string kOneLevel = R"(machine: one
+decomposer: halving
 root:
   clock: 1 GHz
   lfu_throughput: 1

@@ -26,6 +26,7 @@ const isa::OpTable& ops() { return isa::OpTable::builtin(); }
 std::string machine(const std::string& root_memory, int fanout, const std::string& capacity,
                     const std::string& link) {
   return fmt::format(R"(machine: m
+decomposer: halving
 root:
   clock: 1 GHz
   lfu_throughput: 1

@@ -26,6 +26,7 @@ namespace {
 
 std::string one_level(int pipeline_depth, const std::string& capacity) {
   return fmt::format(R"(machine: one
+decomposer: halving
 root:
   clock: 1 GHz
   lfu_throughput: 1

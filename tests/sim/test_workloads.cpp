@@ -7,8 +7,10 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "compiler/lowering.h"
 #include "compiler/onnx_import.h"
@@ -35,31 +37,38 @@ isa::Program program(const std::string& workload) {
                              workload + ".fbin");
 }
 
-RunResult run_on(const std::string& config, const isa::Program& p, Mode mode) {
-  return simulate(load_machine_spec(kRoot + "/configs/" + config), isa::OpTable::builtin(), p,
-                  mode);
+// The config as shipped (its decomposer, search by default), or with `policy` instead.
+RunResult run_on(const std::string& config, const isa::Program& p, Mode mode,
+                 std::optional<isa::Policy> policy = std::nullopt) {
+  MachineSpec spec = load_machine_spec(kRoot + "/configs/" + config);
+  if (policy) spec.decomposer = *policy;
+  return simulate(spec, isa::OpTable::builtin(), p, mode);
 }
 
 }  // namespace
 
 TEST_CASE("every workload in workloads/ runs in timing mode on f1.yaml and f100.yaml") {
-  // Exact cycles: regenerate with `fracsim run -m configs/f1.yaml -w workloads/NAME.onnx` (and
-  // f100.yaml); a change is a reviewed change of the compiler or the machine model. A workload
-  // added to workloads/ must be added here.
-  const std::map<std::string, std::pair<uint64_t, uint64_t>> expect = {
-      {"mlp", {78983, 39612}},
-      {"alexnet", {1065132, 476162}},
-      {"vgg16", {12088665, 4459966}},
-      {"resnet50", {4013041, 2057136}},
-      {"resnet50-small", {60223, 441925}},
-      {"mobilenetv2", {981239, 834294}},
-      {"lstm", {4563787, 3165654}},
-      {"bert-base", {604968, 206567}},
-      {"bert-small", {10844, 75178}},
-      {"gpt2", {5821984, 1183606}},
-      {"knn", {2820187, 560590}},
-      {"kmeans", {1136660, 538576}},
-      {"sort", {331674, 83650}},
+  // Exact cycles under each policy: regenerate with `fracsim run -m configs/f1.yaml -w
+  // workloads/NAME.onnx` (and f100.yaml; the halving figures with `decomposer: halving` in a
+  // copy of the config); a change is a reviewed change of the compiler, the decomposer or the
+  // machine model. A workload added to workloads/ must be added here.
+  struct Cycles {
+    uint64_t f1_halving, f100_halving, f1_search, f100_search;
+  };
+  const std::map<std::string, Cycles> expect = {
+      {"mlp", {78983, 39612, 78102, 40942}},
+      {"alexnet", {1065132, 476162, 738565, 379200}},
+      {"vgg16", {12088665, 4459966, 5058633, 1478082}},
+      {"resnet50", {4013041, 2057136, 1938989, 1082545}},
+      {"resnet50-small", {60223, 441925, 61804, 455686}},
+      {"mobilenetv2", {981239, 834294, 625251, 725306}},
+      {"lstm", {4563787, 3165654, 4563787, 3286555}},
+      {"bert-base", {604968, 206567, 464411, 204203}},
+      {"bert-small", {10844, 75178, 10981, 77053}},
+      {"gpt2", {5821984, 1183606, 4286412, 1144661}},
+      {"knn", {2820187, 560590, 1257285, 557522}},
+      {"kmeans", {1136660, 538576, 992054, 607146}},
+      {"sort", {331674, 83650, 303930, 76575}},
   };
   std::set<std::string> found;
   for (const auto& e : std::filesystem::directory_iterator(kRoot + "/workloads")) {
@@ -72,10 +81,15 @@ TEST_CASE("every workload in workloads/ runs in timing mode on f1.yaml and f100.
   for (const auto& [name, cycles] : expect) {
     CAPTURE(name);
     const isa::Program p = program(name);
-    const auto [f1, f100] = cycles;
-    for (const auto& [config, want] : {std::pair{"f1.yaml", f1}, std::pair{"f100.yaml", f100}}) {
+    const std::tuple<const char*, isa::Policy, uint64_t> runs[] = {
+        {"f1.yaml", isa::Policy::halving, cycles.f1_halving},
+        {"f100.yaml", isa::Policy::halving, cycles.f100_halving},
+        {"f1.yaml", isa::Policy::search, cycles.f1_search},
+        {"f100.yaml", isa::Policy::search, cycles.f100_search}};
+    for (const auto& [config, policy, want] : runs) {
       CAPTURE(config);
-      RunResult r = run_on(config, p, Mode::timing);
+      CAPTURE(isa::policy_name(policy));
+      RunResult r = run_on(config, p, Mode::timing, policy);
       CHECK(r.folded);
       CHECK(r.cycles == want);
     }
@@ -87,13 +101,17 @@ TEST_CASE("one ResNet-50 program on three machine scales (the fractal promise)")
   // the multi-chip f100: each decomposes it for its own tree.
   const isa::Program p = program("resnet50");
   const std::vector<uint8_t> bytes = isa::encode_program(p);
-  const std::vector<std::pair<std::string, uint64_t>> expect = {
-      {"scale/leaves-0016.yaml", 4978953}, {"f1.yaml", 4013041}, {"f100.yaml", 2057136}};
-  for (const auto& [config, cycles] : expect) {
+  // Cycles under halving, then under search (the configs' default).
+  const std::vector<std::tuple<std::string, uint64_t, uint64_t>> expect = {
+      {"scale/leaves-0016.yaml", 4978953, 3488545},
+      {"f1.yaml", 4013041, 1938989},
+      {"f100.yaml", 2057136, 1082545}};
+  for (const auto& [config, halving, search] : expect) {
     CAPTURE(config);
     CHECK(isa::encode_program(p) == bytes);
-    CHECK(run_on(config, isa::decode_program(bytes, "resnet50.fbin"), Mode::timing).cycles ==
-          cycles);
+    const isa::Program decoded = isa::decode_program(bytes, "resnet50.fbin");
+    CHECK(run_on(config, decoded, Mode::timing, isa::Policy::halving).cycles == halving);
+    CHECK(run_on(config, decoded, Mode::timing).cycles == search);
   }
 }
 

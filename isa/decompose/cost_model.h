@@ -1,0 +1,92 @@
+// The decomposition policies and the cost model the `search` policy decides with (see
+// isa/decompose/README.md). Pure: what a node of the machine would take for an instruction,
+// estimated from the machine's numbers and the ops' own cycle formulas, never simulated.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "isa/op_def.h"
+#include "isa/program.h"
+#include "isa/unit_cycles.h"
+
+namespace fracsim::isa {
+
+// How a node splits the instructions it receives.
+//  halving: halve the dim that saves most bytes until a piece fits; give the children the
+//           parallel split with the least work in its largest child (the baseline).
+//  search:  among candidate serial tilings and parallel partitions, the one whose estimated
+//           time is least.
+enum class Policy : uint8_t { halving, search };
+std::string_view policy_name(Policy p);
+std::optional<Policy> policy_named(std::string_view name);
+constexpr std::string_view kPolicyNames = "halving or search";
+
+// One level of the machine as the cost model sees it; cycles are the level's own.
+struct LevelCost {
+  std::string name;
+  uint64_t capacity = 0;  // a node's local memory
+  int depth = 1;          // pieces in flight (cyclic sub-blocks)
+  int fanout = 1;         // children of a node of this level (1 at the leaves)
+  bool leaf = false;
+  // A load or a write-back into a node of this level: its link, or its share of the parent's
+  // memory when all its siblings move at once, whichever is less; plus the latency per batch.
+  double bytes_per_cycle = 1;
+  double latency_cycles = 0;
+  int64_t lfu_throughput = 1;  // elements per cycle its LFU combines (inner levels)
+  int decode_cycles = 1;
+  double child_clock_ratio = 1;  // this level's clock / its children's (their cycles to ours)
+  LeafParams unit;               // the leaf's units (leaf level)
+};
+
+class CostModel {
+ public:
+  CostModel(Policy policy, std::vector<LevelCost> levels);
+
+  Policy policy() const { return policy_; }
+  const LevelCost& level(int l) const { return levels_.at(static_cast<size_t>(l)); }
+  int levels() const { return static_cast<int>(levels_.size()); }
+
+  // Estimated cycles (of level `l`) that a node of level `l` takes for `instr`, whose operands
+  // lie in its parent's memory: its serial pieces (decomposed by the policy), each loaded,
+  // executed (on its children, or its unit at a leaf) and written back, overlapped N deep.
+  double node_cycles(int l, const OpDef& op, const OpTable& ops, const Instruction& instr) const;
+
+  // Estimated cycles of a tiling (a tile length per dim) at a node of level `l`.
+  double tiling_cycles(int l, const OpDef& op, const OpTable& ops, const Instruction& instr,
+                       const std::vector<int64_t>& tile) const;
+
+  // Estimated cycles of a piece's execution at level `l` (EX): the unit's cycles at a leaf;
+  // at an inner node its largest child's quick_cycles, split by the policy, plus the LFU's
+  // reductions.
+  double execute_cycles(int l, const OpDef& op, const OpTable& ops, const Instruction& piece) const;
+
+  // A quick estimate of a node of level `l` running `instr` whole: the longest of loading its
+  // operands, executing it (as execute_cycles) and writing its outputs back, plus a latency
+  // each way. What candidates for the level above are judged by (a full node_cycles per
+  // candidate would run the node's own search each time).
+  double quick_cycles(int l, const OpDef& op, const OpTable& ops, const Instruction& instr) const;
+
+  // The parts per dim that `search` splits a piece across a node's `fanout` children with (a
+  // node of level `l`, -1 for the root; its children are level l + 1); cached by the piece's
+  // shape.
+  const std::vector<int64_t>& parallel_parts(int l, const OpDef& op, const OpTable& ops,
+                                             const Instruction& piece, int fanout) const;
+
+ private:
+  Policy policy_;
+  std::vector<LevelCost> levels_;
+  mutable std::vector<std::map<std::vector<int64_t>, double>> node_cache_, quick_cache_;
+  mutable std::vector<std::map<std::vector<int64_t>, std::vector<int64_t>>> parts_cache_;
+};
+
+// What decides a piece's decomposition and cost: opcode, attributes, dtypes, shapes and which
+// strides are 0 (broadcast dims are stored once).
+std::vector<int64_t> shape_key(const Instruction& instr);
+
+}  // namespace fracsim::isa
