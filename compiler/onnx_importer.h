@@ -53,6 +53,7 @@ class OnnxImporter {
   // "FILE: node 'NAME' (OP): message" (the node's index when it has no name).
   ConfigError error(const onnx::NodeProto& node, const std::string& message) const;
   const std::string& file() const { return file_; }
+  int64_t opset() const { return opset_; }
 
  private:
   using Node = onnx::NodeProto;
@@ -100,6 +101,17 @@ class OnnxImporter {
   void import_topk(const Node& n);
   void import_layernorm(const Node& n);
   void import_constant(const Node& n);
+  // onnx_shape_nodes.cpp: aliases and views.
+  void import_identity(const Node& n);
+  void import_dropout(const Node& n);
+  void import_squeeze(const Node& n, bool unsqueeze);
+
+  // Evaluates the node on the host when its inputs are constants (onnx_fold.h); whether it did.
+  bool fold(const Node& n);
+  // A legacy binary op (opset < 7) with broadcast = 1 and `axis`: input 1 viewed with the
+  // trailing 1s that numpy broadcasting needs; the name of that view (input 1 unchanged otherwise).
+  std::string legacy_broadcast(const Node& n, const NodeAttrs& a, const TensorDesc& x,
+                               const TensorDesc& y);
 
   // The window parameters of Conv and the pools: kernel, strides, dilations and pads (explicit
   // or from auto_pad), and the output's spatial extents.
@@ -127,7 +139,8 @@ class OnnxImporter {
   std::map<std::string, isa::Shape> inferred_;  // static shapes from ONNX shape inference
   onnx::ModelProto inferred_model_;
   BatchTracker* tracker_;
-  std::vector<int> layer_nodes_;  // per layer of w_, the index of its node (-1: none)
+  std::vector<int> layer_nodes_;
+  std::string fold_refusal_;  // why the last node on constants did not fold  // per layer of w_, the index of its node (-1: none)
 };
 
 }  // namespace fracsim::compiler

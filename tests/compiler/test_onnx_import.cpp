@@ -58,11 +58,11 @@ std::string import_error(const OnnxModelBuilder& b) {
 }
 
 const char* kSupported =
-    "Add, AveragePool, BatchNormalization, Concat, Constant, Conv, ConvTranspose, Div, Exp, "
-    "Flatten, Gemm, "
-    "GlobalAveragePool, GlobalMaxPool, LRN, LayerNormalization, LeakyRelu, LogSoftmax, MatMul, "
-    "Max, MaxPool, Min, Mul, ReduceMax, ReduceMean, ReduceMin, ReduceSum, Relu, Reshape, "
-    "Sigmoid, Softmax, Sub, Tanh, TopK, Transpose";
+    "Add, AveragePool, BatchNormalization, Concat, Constant, Conv, ConvTranspose, Div, Dropout, "
+    "Exp, Flatten, Gemm, GlobalAveragePool, GlobalMaxPool, Identity, LRN, LayerNormalization, "
+    "LeakyRelu, LogSoftmax, MatMul, Max, MaxPool, Min, Mul, ReduceMax, ReduceMean, ReduceMin, "
+    "ReduceSum, Relu, Reshape, Sigmoid, Softmax, Squeeze, Sub, Tanh, TopK, Transpose, "
+    "Unsqueeze";
 
 }  // namespace
 
