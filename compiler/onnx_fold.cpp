@@ -150,7 +150,8 @@ std::vector<int64_t> ints_of(const HostTensor& h) {
 
 int64_t norm_axis(int64_t axis, size_t rank, const std::string& what) {
   const int64_t r = static_cast<int64_t>(rank);
-  if (axis < -r || axis >= r) refuse(fmt::format("{} {} is out of range for rank {}", what, axis, r));
+  if (axis < -r || axis >= r)
+    refuse(fmt::format("{} {} is out of range for rank {}", what, axis, r));
   return axis < 0 ? axis + r : axis;
 }
 
@@ -344,14 +345,43 @@ onnx::TensorProto to_proto(const HostTensor& h, const std::string& name) {
 }
 
 const std::set<std::string>& fold_ops() {
-  static const std::set<std::string> kOps = {
-      "Abs",     "Add",   "And",         "Cast",      "Ceil",          "Concat",
-      "ConstantOfShape",  "Div",         "Equal",     "Expand",        "Flatten",
-      "Floor",   "Gather", "Greater",    "GreaterOrEqual", "Identity", "Less",
-      "LessOrEqual",      "Max",         "Min",       "Mod",           "Mul",
-      "Neg",     "Not",   "Or",          "Range",     "Reshape",       "Shape",
-      "Size",    "Slice", "Sqrt",        "Squeeze",   "Sub",           "Transpose",
-      "Unsqueeze",        "Where",       "Xor"};
+  static const std::set<std::string> kOps = {"Abs",
+                                             "Add",
+                                             "And",
+                                             "Cast",
+                                             "Ceil",
+                                             "Concat",
+                                             "ConstantOfShape",
+                                             "Div",
+                                             "Equal",
+                                             "Expand",
+                                             "Flatten",
+                                             "Floor",
+                                             "Gather",
+                                             "Greater",
+                                             "GreaterOrEqual",
+                                             "Identity",
+                                             "Less",
+                                             "LessOrEqual",
+                                             "Max",
+                                             "Min",
+                                             "Mod",
+                                             "Mul",
+                                             "Neg",
+                                             "Not",
+                                             "Or",
+                                             "Range",
+                                             "Reshape",
+                                             "Shape",
+                                             "Size",
+                                             "Slice",
+                                             "Sqrt",
+                                             "Squeeze",
+                                             "Sub",
+                                             "Transpose",
+                                             "Unsqueeze",
+                                             "Where",
+                                             "Xor"};
   return kOps;
 }
 
@@ -372,7 +402,8 @@ std::vector<HostTensor> fold_node(const onnx::NodeProto& n, int64_t opset,
     for (int64_t i = start; i < end; ++i) out.v.push_back(x().shape[i]);
     return {out};
   }
-  if (op == "Size") return {HostTensor{T::INT64, {}, {static_cast<long double>(isa::num_elements(x().shape))}}};
+  if (op == "Size")
+    return {HostTensor{T::INT64, {}, {static_cast<long double>(isa::num_elements(x().shape))}}};
   if (op == "Cast") {
     HostTensor out = x();
     out.type = static_cast<int32_t>(attr_int(n, "to", 0));
@@ -433,9 +464,8 @@ std::vector<HostTensor> fold_node(const onnx::NodeProto& n, int64_t opset,
   }
   if (op == "Where") {
     const HostTensor &c = need(in, 0, "condition"), &a = need(in, 1, "X"), &b = need(in, 2, "Y");
-    return {elementwise({&c, &a, &b}, a.type, [](const std::vector<long double>& v) {
-      return v[0] != 0 ? v[1] : v[2];
-    })};
+    return {elementwise({&c, &a, &b}, a.type,
+                        [](const std::vector<long double>& v) { return v[0] != 0 ? v[1] : v[2]; })};
   }
   if (op == "Expand") {
     const HostTensor& a = x();
@@ -444,7 +474,8 @@ std::vector<HostTensor> fold_node(const onnx::NodeProto& n, int64_t opset,
     ones.v.assign(static_cast<size_t>(std::max<int64_t>(0, isa::num_elements(ones.shape))), 0);
     for (int64_t e : shape)
       if (e < 0) refuse(fmt::format("shape {}", shape));
-    return {elementwise({&a, &ones}, a.type, [](const std::vector<long double>& v) { return v[0]; })};
+    return {
+        elementwise({&a, &ones}, a.type, [](const std::vector<long double>& v) { return v[0]; })};
   }
   if (op == "ConstantOfShape") {
     HostTensor value{T::FLOAT, {1}, {0}};
@@ -461,7 +492,8 @@ std::vector<HostTensor> fold_node(const onnx::NodeProto& n, int64_t opset,
     return {out};
   }
   if (op == "Range") {
-    const HostTensor &s = need(in, 0, "start"), &l = need(in, 1, "limit"), &d = need(in, 2, "delta");
+    const HostTensor &s = need(in, 0, "start"), &l = need(in, 1, "limit"),
+                     &d = need(in, 2, "delta");
     const long double start = s.v.at(0), limit = l.v.at(0), delta = d.v.at(0);
     if (delta == 0) refuse("a delta of 0");
     const int64_t count =
@@ -483,9 +515,9 @@ std::vector<HostTensor> fold_node(const onnx::NodeProto& n, int64_t opset,
       for (int64_t i = 0; i < axis; ++i) rows *= a.shape[i];
       s = {rows, rows == 0 ? 0 : isa::num_elements(a.shape) / rows};
     } else {
-      const std::vector<int64_t> spec =
-          opset < 5 ? attr_ints(n, "shape").value_or(std::vector<int64_t>{})
-                    : ints_of(need(in, 1, "shape"));
+      const std::vector<int64_t> spec = opset < 5
+                                            ? attr_ints(n, "shape").value_or(std::vector<int64_t>{})
+                                            : ints_of(need(in, 1, "shape"));
       const bool allowzero = attr_int(n, "allowzero", 0) != 0;
       int unknown = -1;
       for (size_t i = 0; i < spec.size(); ++i) {
@@ -577,8 +609,8 @@ std::vector<HostTensor> fold_node(const onnx::NodeProto& n, int64_t opset,
     auto opt = [&](size_t i) {
       return i < in.size() && in[i] ? ints_of(*in[i]) : std::vector<int64_t>{};
     };
-    return {slice(x(), ints_of(need(in, 1, "starts")), ints_of(need(in, 2, "ends")), opt(3),
-                  opt(4))};
+    return {
+        slice(x(), ints_of(need(in, 1, "starts")), ints_of(need(in, 2, "ends")), opt(3), opt(4))};
   }
   if (op == "Transpose") {
     const HostTensor& a = x();

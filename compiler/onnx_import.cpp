@@ -470,6 +470,46 @@ void OnnxImporter::import_node(const Node& n) {
       {"Dropout", [](OnnxImporter& im, const Node& n) { im.import_dropout(n); }},
       {"Squeeze", [](OnnxImporter& im, const Node& n) { im.import_squeeze(n, false); }},
       {"Unsqueeze", [](OnnxImporter& im, const Node& n) { im.import_squeeze(n, true); }},
+      {"Erf", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "erf"); }},
+      {"Sqrt", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "sqrt"); }},
+      {"Log", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "log"); }},
+      {"Abs", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "abs"); }},
+      {"Neg", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "neg"); }},
+      {"Floor", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "floor"); }},
+      {"Ceil", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "ceil"); }},
+      {"Round", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "round"); }},
+      {"Sign", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "sign"); }},
+      {"Reciprocal", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "reciprocal"); }},
+      {"Softplus", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "softplus"); }},
+      {"Softsign", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "softsign"); }},
+      {"Elu", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "elu", 1.0); }},
+      {"Celu", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "celu", 1.0); }},
+      {"ThresholdedRelu",
+       [](OnnxImporter& im, const Node& n) { im.import_unary(n, "thresholded_relu", 1.0); }},
+      {"Sin", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "sin"); }},
+      {"Cos", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "cos"); }},
+      {"Tan", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "tan"); }},
+      {"Asin", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "asin"); }},
+      {"Acos", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "acos"); }},
+      {"Atan", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "atan"); }},
+      {"Sinh", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "sinh"); }},
+      {"Cosh", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "cosh"); }},
+      {"Asinh", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "asinh"); }},
+      {"Acosh", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "acosh"); }},
+      {"Atanh", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "atanh"); }},
+      {"Clip", [](OnnxImporter& im, const Node& n) { im.import_clip(n); }},
+      {"HardSigmoid", [](OnnxImporter& im, const Node& n) { im.import_hard_sigmoid(n, false); }},
+      {"HardSwish", [](OnnxImporter& im, const Node& n) { im.import_hard_sigmoid(n, true); }},
+      {"Selu", [](OnnxImporter& im, const Node& n) { im.import_selu(n); }},
+      {"PRelu", [](OnnxImporter& im, const Node& n) { im.import_prelu(n); }},
+      {"Pow", [](OnnxImporter& im, const Node& n) { im.import_binary_fn(n, "pow"); }},
+      {"Mod", [](OnnxImporter& im, const Node& n) { im.import_binary_fn(n, "mod"); }},
+      {"Sum", [](OnnxImporter& im, const Node& n) { im.import_eltwise(n, "add", 1, 1 << 20); }},
+      {"Mean", [](OnnxImporter& im, const Node& n) { im.import_mean(n); }},
+      {"Expand", [](OnnxImporter& im, const Node& n) { im.import_expand(n); }},
+      {"Slice", [](OnnxImporter& im, const Node& n) { im.import_slice(n); }},
+      {"Gather", [](OnnxImporter& im, const Node& n) { im.import_gather(n); }},
+      {"Pad", [](OnnxImporter& im, const Node& n) { im.import_pad(n); }},
   };
   auto op = kOps.find(n.op_type());
   if (op == kOps.end() && fold_ops().count(n.op_type())) {
@@ -477,8 +517,8 @@ void OnnxImporter::import_node(const Node& n) {
     for (const std::string& in : n.input())
       if (!in.empty() && (!constants_.count(in) || input_values_.count(in))) data_input = in;
     if (data_input.empty())
-      throw error(n, fmt::format("op {} on constants does not fold: {}", n.op_type(),
-                                 fold_refusal_));
+      throw error(n,
+                  fmt::format("op {} on constants does not fold: {}", n.op_type(), fold_refusal_));
     throw error(n, fmt::format("op {} is supported on constant inputs only (folded at import); "
                                "input '{}' is data",
                                n.op_type(), data_input));

@@ -106,6 +106,27 @@ class OnnxImporter {
   void import_dropout(const Node& n);
   void import_squeeze(const Node& n, bool unsqueeze);
 
+  // onnx_math_nodes.cpp.
+  void import_unary(const Node& n, const std::string& fn, double alpha = 0.01);
+  void import_clip(const Node& n);
+  void import_hard_sigmoid(const Node& n, bool swish);
+  void import_selu(const Node& n);
+  void import_prelu(const Node& n);
+  void import_binary_fn(const Node& n, const std::string& fn);
+  void import_mean(const Node& n);
+  void import_expand(const Node& n);
+  void import_slice(const Node& n);
+  void import_gather(const Node& n);
+  void import_pad(const Node& n);
+  // A composition's pieces: a constant scalar "<output>.<suffix>" of `dtype`; a layer
+  // "<output>.<suffix>" (the node's output itself when suffix is empty) of kind/fn over
+  // `inputs` broadcast; the tensor `name`, input of the node or constant, as a workload tensor.
+  std::string scalar_constant(const Node& n, const std::string& suffix, double value,
+                              isa::DType dtype);
+  std::string step(const Node& n, const std::string& suffix, LayerKind kind, const std::string& fn,
+                   std::vector<std::string> inputs);
+  const TensorDesc& data_by_name(const Node& n, const std::string& name);
+
   // Evaluates the node on the host when its inputs are constants (onnx_fold.h); whether it did.
   bool fold(const Node& n);
   // A legacy binary op (opset < 7) with broadcast = 1 and `axis`: input 1 viewed with the
@@ -140,7 +161,8 @@ class OnnxImporter {
   onnx::ModelProto inferred_model_;
   BatchTracker* tracker_;
   std::vector<int> layer_nodes_;
-  std::string fold_refusal_;  // why the last node on constants did not fold  // per layer of w_, the index of its node (-1: none)
+  std::string fold_refusal_;  // why the last node on constants did not fold  // per layer of w_,
+                              // the index of its node (-1: none)
 };
 
 }  // namespace fracsim::compiler

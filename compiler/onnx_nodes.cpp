@@ -119,7 +119,8 @@ void OnnxImporter::import_matmul(const Node& n) {
 void OnnxImporter::import_eltwise(const Node& n, const std::string& fn, int min_inputs,
                                   int max_inputs) {
   const bool legacy = opset_ < 7 && max_inputs == 2;
-  NodeAttrs a(*this, n, legacy ? std::set<std::string>{"broadcast", "axis"} : std::set<std::string>{});
+  NodeAttrs a(*this, n,
+              legacy ? std::set<std::string>{"broadcast", "axis"} : std::set<std::string>{});
   check_outputs(n, 1);
   if (n.input_size() < min_inputs || n.input_size() > max_inputs)
     throw error(n, fmt::format("{} inputs; the op takes {}", n.input_size(),

@@ -100,8 +100,7 @@ void OnnxImporter::import_dropout(const Node& n) {
       auto h = c == constants_.end() ? std::nullopt : host_tensor(c->second);
       if (!h || h->v.size() != 1)
         throw error(n, "input 2 (training_mode) must be a constant: fracsim runs inference");
-      if (h->v[0] != 0)
-        throw error(n, "training_mode = true is not supported: only inference");
+      if (h->v[0] != 0) throw error(n, "training_mode = true is not supported: only inference");
     }
   }
   check_outputs(n, 1);
@@ -121,8 +120,7 @@ void OnnxImporter::import_squeeze(const Node& n, bool unsqueeze) {
     axes = a.get_ints("axes");
   }
   if (unsqueeze && !axes) throw error(n, "the axes are missing");
-  const int64_t rank =
-      static_cast<int64_t>(x.shape.size() + (unsqueeze ? axes->size() : 0));
+  const int64_t rank = static_cast<int64_t>(x.shape.size() + (unsqueeze ? axes->size() : 0));
   std::vector<bool> marked(rank, false);
   if (axes)
     for (int64_t ax : *axes) {
@@ -150,13 +148,14 @@ void OnnxImporter::import_squeeze(const Node& n, bool unsqueeze) {
 std::string OnnxImporter::legacy_broadcast(const Node& n, const NodeAttrs& a, const TensorDesc& x,
                                            const TensorDesc& y) {
   if (opset_ >= 7 || a.get_int("broadcast", 0) == 0) return y.name;
-  const int64_t rank = static_cast<int64_t>(x.shape.size()), yr = static_cast<int64_t>(y.shape.size());
+  const int64_t rank = static_cast<int64_t>(x.shape.size()),
+                yr = static_cast<int64_t>(y.shape.size());
   int64_t axis = a.get_int("axis", rank - yr);
   if (axis < 0) axis += rank;
   if (axis < 0 || axis + yr > rank)
-    throw error(n, fmt::format("attribute 'axis' = {} does not place B {} within A {}",
-                               a.get_int("axis", 0), isa::shape_str(y.shape),
-                               isa::shape_str(x.shape)));
+    throw error(
+        n, fmt::format("attribute 'axis' = {} does not place B {} within A {}",
+                       a.get_int("axis", 0), isa::shape_str(y.shape), isa::shape_str(x.shape)));
   if (axis + yr == rank) return y.name;
   Shape s = y.shape;
   s.resize(static_cast<size_t>(rank - axis), 1);

@@ -103,10 +103,10 @@ TEST_CASE("a fold op on data, Identity and Dropout as views, old opsets' attribu
   {
     OnnxModelBuilder b;
     b.input("x", kFloat, {2, 3}).ints("i", {1});
-    b.node("Gather", {"x", "i"}, {"y"}, "g");
+    b.node("Range", {"i", "x", "i"}, {"y"}, "g");
     b.output("y", kFloat, {});
     CHECK(import_error(b) ==
-          "m.onnx: node 'g' (Gather): op Gather is supported on constant inputs only (folded "
+          "m.onnx: node 'g' (Range): op Range is supported on constant inputs only (folded "
           "at import); input 'x' is data");
   }
   {
