@@ -60,6 +60,10 @@ TEST_CASE("every workload in workloads/ runs in timing mode on f1.yaml and f100.
       {"knn", {2820187, 560590}},
       {"kmeans", {1136660, 538576}},
       {"sort", {331674, 83650}},
+      // torchvision exports (scripts/export_torchvision): PyTorch's own graphs.
+      {"resnet18", {1757491, 820420}},
+      {"mobilenetv2-tv", {971002, 832156}},
+      {"vit-b16", {25506201, 6177811}},
   };
   std::set<std::string> found;
   for (const auto& e : std::filesystem::directory_iterator(kRoot + "/workloads")) {
