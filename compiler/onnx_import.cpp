@@ -510,6 +510,18 @@ void OnnxImporter::import_node(const Node& n) {
       {"Slice", [](OnnxImporter& im, const Node& n) { im.import_slice(n); }},
       {"Gather", [](OnnxImporter& im, const Node& n) { im.import_gather(n); }},
       {"Pad", [](OnnxImporter& im, const Node& n) { im.import_pad(n); }},
+      {"ReduceSumSquare",
+       [](OnnxImporter& im, const Node& n) { im.import_reduce_composite(n, "square", ""); }},
+      {"ReduceL1",
+       [](OnnxImporter& im, const Node& n) { im.import_reduce_composite(n, "abs", ""); }},
+      {"ReduceL2",
+       [](OnnxImporter& im, const Node& n) { im.import_reduce_composite(n, "square", "sqrt"); }},
+      {"ReduceLogSum",
+       [](OnnxImporter& im, const Node& n) { im.import_reduce_composite(n, "", "log"); }},
+      {"ReduceLogSumExp",
+       [](OnnxImporter& im, const Node& n) { im.import_reduce_composite(n, "exp", "log"); }},
+      {"ArgMax", [](OnnxImporter& im, const Node& n) { im.import_arg(n, true); }},
+      {"ArgMin", [](OnnxImporter& im, const Node& n) { im.import_arg(n, false); }},
   };
   auto op = kOps.find(n.op_type());
   if (op == kOps.end() && fold_ops().count(n.op_type())) {

@@ -97,7 +97,10 @@ class OnnxImporter {
   void import_reshape(const Node& n);
   void import_transpose(const Node& n);
   void import_concat(const Node& n);
-  void import_reduce(const Node& n, const std::string& fn);
+  // Over `input` (default: the node's input 0) into the layer `layer` (default: its output).
+  void import_reduce(const Node& n, const std::string& fn, const std::string& input = "",
+                     const std::string& layer = "", bool axes_as_input = true);
+  void import_reduce_composite(const Node& n, const std::string& pre, const std::string& post);
   void import_topk(const Node& n);
   void import_layernorm(const Node& n);
   void import_constant(const Node& n);
@@ -118,6 +121,7 @@ class OnnxImporter {
   void import_slice(const Node& n);
   void import_gather(const Node& n);
   void import_pad(const Node& n);
+  void import_arg(const Node& n, bool largest);
   // A composition's pieces: a constant scalar "<output>.<suffix>" of `dtype`; a layer
   // "<output>.<suffix>" (the node's output itself when suffix is empty) of kind/fn over
   // `inputs` broadcast; the tensor `name`, input of the node or constant, as a workload tensor.

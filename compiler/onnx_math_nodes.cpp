@@ -377,3 +377,37 @@ void OnnxImporter::import_pad(const Node& n) {
 }
 
 }  // namespace fracsim::compiler
+
+namespace fracsim::compiler {
+
+// ArgMax/ArgMin = TopK with K = 1 along the axis, its indices (i32) the output; ties give the
+// first index, as ONNX's default (the ISA's order is stable). keepdims = 0 views the result
+// without the axis.
+void OnnxImporter::import_arg(const Node& n, bool largest) {
+  NodeAttrs a(*this, n, {"axis", "keepdims", "select_last_index"});
+  check_outputs(n, 1);
+  if (a.get_int("select_last_index", 0) != 0)
+    throw error(n, "attribute 'select_last_index' = 1 is not supported (ties give the first)");
+  const TensorDesc x =
+      data(n, 0, {isa::DType::f32, isa::DType::i32, isa::DType::i16, isa::DType::i8});
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  int64_t axis = a.get_int("axis", 0);
+  if (axis < -rank || axis >= rank)
+    throw error(n, fmt::format("attribute 'axis' = {} is out of range for rank {}", axis, rank));
+  if (axis < 0) axis += rank;
+  isa::Shape kept = x.shape;
+  kept[axis] = 1;
+  const bool keepdims = a.get_int("keepdims", 1) != 0;
+  const std::string indices = keepdims ? n.output(0) : n.output(0) + ".kept";
+  Layer& l = add_layer(n, LayerKind::topk, {x.name}, x.dtype, kept, n.output(0) + ".values");
+  l.axis = axis;
+  l.k = 1;
+  l.largest = largest;
+  l.more_outputs = {{indices, isa::DType::i32, kept}};
+  if (keepdims) return;
+  isa::Shape out = x.shape;
+  out.erase(out.begin() + axis);
+  add_layer(n, LayerKind::reshape, {indices}, isa::DType::i32, out);
+}
+
+}  // namespace fracsim::compiler

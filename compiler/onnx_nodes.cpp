@@ -344,16 +344,41 @@ void OnnxImporter::import_concat(const Node& n) {
   l.axis = axis;
 }
 
-void OnnxImporter::import_reduce(const Node& n, const std::string& fn) {
+// ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp: an element-wise step
+// (x * x, |x|, exp x) before a sum, a step (sqrt, log) after it.
+void OnnxImporter::import_reduce_composite(const Node& n, const std::string& pre,
+                                           const std::string& post) {
+  std::string in = n.input(0);
+  if (!pre.empty()) {
+    const TensorDesc x = data(n, 0);
+    Layer& l = add_layer(n, pre == "square" ? LayerKind::eltwise : LayerKind::activation,
+                         pre == "square" ? std::vector<std::string>{x.name, x.name}
+                                         : std::vector<std::string>{x.name},
+                         x.dtype, x.shape, n.output(0) + "." + pre);
+    l.fn = pre == "square" ? "mul" : pre;
+    in = l.name;
+  }
+  const std::string sum = post.empty() ? "" : n.output(0) + ".sum";
+  import_reduce(n, "sum", in, sum, false);
+  if (post.empty()) return;
+  const TensorDesc& s = w_.tensor(sum);
+  add_layer(n, LayerKind::activation, {sum}, s.dtype, s.shape).fn = post;
+}
+
+void OnnxImporter::import_reduce(const Node& n, const std::string& fn, const std::string& input,
+                                 const std::string& layer, bool axes_as_input) {
   // ReduceSum takes its axes as an input from opset 13 on, the others as an attribute.
-  const bool axes_input = fn == "sum" && opset_ >= 13;
+  const bool axes_input = fn == "sum" && axes_as_input && opset_ >= 13;
   NodeAttrs a(*this, n,
               axes_input ? std::set<std::string>{"keepdims", "noop_with_empty_axes"}
                          : std::set<std::string>{"axes", "keepdims"});
   check_outputs(n, 1);
   // Reductions of i8 and i16 accumulate into i32 in the ISA where ONNX keeps the input type.
   const TensorDesc x =
-      data(n, 0, fn == "mean" ? std::vector<DType>{} : std::vector<DType>{DType::f32, DType::i32});
+      !input.empty() && input != n.input(0)
+          ? w_.tensor(input)
+          : data(n, 0,
+                 fn == "mean" ? std::vector<DType>{} : std::vector<DType>{DType::f32, DType::i32});
   const int64_t rank = static_cast<int64_t>(x.shape.size());
   std::vector<int64_t> axes;
   if (axes_input) {
@@ -372,7 +397,7 @@ void OnnxImporter::import_reduce(const Node& n, const std::string& fn) {
   if (axes.empty()) {
     // No axes: every axis, or (noop_with_empty_axes) the input itself.
     if (a.get_int("noop_with_empty_axes", 0) != 0) {
-      add_layer(n, LayerKind::reshape, {x.name}, x.dtype, x.shape);
+      add_layer(n, LayerKind::reshape, {x.name}, x.dtype, x.shape, layer);
       return;
     }
     for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
@@ -385,7 +410,7 @@ void OnnxImporter::import_reduce(const Node& n, const std::string& fn) {
     else if (keepdims)
       out.push_back(1);
   }
-  Layer& l = add_layer(n, LayerKind::reduce, {x.name}, x.dtype, out);
+  Layer& l = add_layer(n, LayerKind::reduce, {x.name}, x.dtype, out, layer);
   l.fn = fn;
   l.axes = axes;
 }

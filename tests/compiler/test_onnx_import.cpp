@@ -58,14 +58,15 @@ std::string import_error(const OnnxModelBuilder& b) {
 }
 
 const char* kSupported =
-    "Abs, Acos, Acosh, Add, Asin, Asinh, Atan, Atanh, AveragePool, BatchNormalization, Ceil, "
-    "Celu, Clip, Concat, Constant, Conv, ConvTranspose, Cos, Cosh, Div, Dropout, Elu, Erf, "
-    "Exp, Expand, Flatten, Floor, Gather, Gemm, GlobalAveragePool, GlobalMaxPool, "
-    "HardSigmoid, HardSwish, Identity, LRN, LayerNormalization, LeakyRelu, Log, LogSoftmax, "
-    "MatMul, Max, MaxPool, Mean, Min, Mod, Mul, Neg, PRelu, Pad, Pow, Reciprocal, ReduceMax, "
-    "ReduceMean, ReduceMin, ReduceSum, Relu, Reshape, Round, Selu, Sigmoid, Sign, Sin, Sinh, "
-    "Slice, Softmax, Softplus, Softsign, Sqrt, Squeeze, Sub, Sum, Tan, Tanh, ThresholdedRelu, "
-    "TopK, Transpose, Unsqueeze";
+    "Abs, Acos, Acosh, Add, ArgMax, ArgMin, Asin, Asinh, Atan, Atanh, AveragePool, "
+    "BatchNormalization, Ceil, Celu, Clip, Concat, Constant, Conv, ConvTranspose, Cos, Cosh, "
+    "Div, Dropout, Elu, Erf, Exp, Expand, Flatten, Floor, Gather, Gemm, GlobalAveragePool, "
+    "GlobalMaxPool, HardSigmoid, HardSwish, Identity, LRN, LayerNormalization, LeakyRelu, "
+    "Log, LogSoftmax, MatMul, Max, MaxPool, Mean, Min, Mod, Mul, Neg, PRelu, Pad, Pow, "
+    "Reciprocal, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp, ReduceMax, ReduceMean, "
+    "ReduceMin, ReduceSum, ReduceSumSquare, Relu, Reshape, Round, Selu, Sigmoid, Sign, Sin, "
+    "Sinh, Slice, Softmax, Softplus, Softsign, Sqrt, Squeeze, Sub, Sum, Tan, Tanh, "
+    "ThresholdedRelu, TopK, Transpose, Unsqueeze";
 
 }  // namespace
 

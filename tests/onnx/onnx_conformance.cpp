@@ -120,8 +120,8 @@ struct Outcome {
   std::string detail;
 };
 
-Outcome check_case(const onnx::ModelProto& model, const fs::path& data,
-                   const isa::Program& program, const sim::MachineSpec& spec);
+Outcome check_case(const onnx::ModelProto& model, const fs::path& data, const isa::Program& program,
+                   const sim::MachineSpec& spec);
 
 std::string number(double v) { return fmt::format("{:.9g}", v); }
 
@@ -196,8 +196,8 @@ Outcome run_case(const fs::path& dir, const sim::MachineSpec& machine) {
   return result;
 }
 
-Outcome check_case(const onnx::ModelProto& model, const fs::path& data,
-                   const isa::Program& program, const sim::MachineSpec& spec) {
+Outcome check_case(const onnx::ModelProto& model, const fs::path& data, const isa::Program& program,
+                   const sim::MachineSpec& spec) {
   const isa::OpTable& ops = isa::OpTable::builtin();
   sim::RunResult run;
   try {
@@ -270,8 +270,7 @@ int run_all(int argc, char** argv) {
     if ((a == "-m" || a == "--config" || a == "--expected" || a == "--only") && i + 1 < argc) {
       const std::string v = argv[++i];
       if (a == "-m" || a == "--config")
-        config = fs::exists(v) ? v
-                               : std::string(FRACSIM_SOURCE_DIR) + "/configs/" + v + ".yaml";
+        config = fs::exists(v) ? v : std::string(FRACSIM_SOURCE_DIR) + "/configs/" + v + ".yaml";
       if (a == "--expected") expected = read_list(v);
       if (a == "--only") only = read_list(v);
     } else if (!a.empty() && a[0] == '-') {
