@@ -95,6 +95,10 @@ class GraphLowering {
   void lower_log_softmax(const Layer& l);
   void lower_topk(const Layer& l);
   void lower_zero_insert(const Layer& l);
+  // lower_views.cpp: slice (a view), gather (copies), pad (a fill and a copy).
+  void lower_slice(const Layer& l);
+  void lower_gather(const Layer& l);
+  void lower_pad(const Layer& l);
   void lower_layernorm_stats(const Layer& l, const View& x);
 
   // A weight with given contents: a constant the lowering needs (gemm's alpha, a zero bias).

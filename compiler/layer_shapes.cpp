@@ -71,12 +71,21 @@ std::string_view layer_kind_name(LayerKind k) {
       return "topk";
     case LayerKind::zero_insert:
       return "zero_insert";
+    case LayerKind::activation:
+      return "activation";
+    case LayerKind::slice:
+      return "slice";
+    case LayerKind::gather:
+      return "gather";
+    case LayerKind::pad:
+      return "pad";
   }
   return "?";
 }
 
 bool is_view_layer(LayerKind k) {
-  return k == LayerKind::flatten || k == LayerKind::reshape || k == LayerKind::transpose;
+  return k == LayerKind::flatten || k == LayerKind::reshape || k == LayerKind::transpose ||
+         k == LayerKind::slice;
 }
 
 namespace {

@@ -327,8 +327,7 @@ void GraphLowering::lower_topk(const Layer& l) {
   View rows = input_rows(l.name, x, axis);
   const int64_t m = rows.shape[0], n = rows.shape[1];
   if (l.more_outputs.empty()) {  // a full sort, values only (onnx_nodes.cpp)
-    emit("sort", {rows, output_rows(l, l.output, axis)},
-         {{"descending", l.largest ? "1" : "0"}});
+    emit("sort", {rows, output_rows(l, l.output, axis)}, {{"descending", l.largest ? "1" : "0"}});
     return;
   }
   std::vector<uint8_t> iota(static_cast<size_t>(n) * 4);

@@ -93,6 +93,14 @@ void GraphLowering::lower_layer(const Layer& l) {
       return lower_topk(l);
     case LayerKind::zero_insert:
       return lower_zero_insert(l);
+    case LayerKind::activation:
+      return lower_activation(l, l.fn);
+    case LayerKind::slice:
+      return lower_slice(l);
+    case LayerKind::gather:
+      return lower_gather(l);
+    case LayerKind::pad:
+      return lower_pad(l);
   }
 }
 
@@ -207,7 +215,8 @@ void GraphLowering::lower_activation(const Layer& l, const std::string& fn) {
   View x = dense(l.inputs[0]);
   View y = output_of(l);
   AttrValues attrs = {{"fn", fn}};
-  if (l.kind == LayerKind::leaky_relu) attrs.emplace_back("alpha", fmt::format("{}", l.alpha));
+  if (l.kind == LayerKind::leaky_relu || l.kind == LayerKind::activation)
+    attrs.emplace_back("alpha", fmt::format("{}", l.alpha));
   emit("activation", {as_matrix(x), as_matrix(y)}, attrs);
 }
 

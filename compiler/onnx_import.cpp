@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "compiler/onnx_fold.h"
 #include "compiler/onnx_importer.h"
 #include "compiler/onnx_tensor.h"
 
@@ -94,7 +95,8 @@ NodeAttrs::NodeAttrs(const OnnxImporter& im, const onnx::NodeProto& node,
                      std::set<std::string> known)
     : im_(im), node_(node) {
   for (const onnx::AttributeProto& a : node.attribute())
-    if (!known.count(a.name()))
+    // consumed_inputs (opsets before 6) only described in-place buffer reuse: no meaning here.
+    if (!known.count(a.name()) && !(a.name() == "consumed_inputs" && im.opset() < 6))
       throw im.error(node, fmt::format("attribute '{}' is not supported", a.name()));
 }
 
@@ -258,6 +260,11 @@ void OnnxImporter::read_inputs() {
   const onnx::GraphProto& g = model_.graph();
   for (const onnx::TensorProto& t : g.initializer()) constants_[t.name()] = t;
   for (const onnx::ValueInfoProto& v : g.input()) {
+    if (v.has_type() && !v.type().has_tensor_type())
+      throw ConfigError(fmt::format(
+          "{}: input '{}' is a {}, not a tensor (fracsim takes tensors only)", file_, v.name(),
+          v.type().has_sequence_type() ? "sequence"
+                                       : (v.type().has_optional_type() ? "optional" : "map")));
     auto given = input_values_.find(v.name());
     if (given != input_values_.end()) {
       constants_[v.name()] = given->second;
@@ -413,6 +420,7 @@ void OnnxImporter::import_node(const Node& n) {
   if (!n.domain().empty() && n.domain() != "ai.onnx")
     throw error(
         n, fmt::format("op domain '{}' is not supported (only the default domain)", n.domain()));
+  if (fold(n)) return;
   using Import = std::function<void(OnnxImporter&, const Node&)>;
   static const std::map<std::string, Import> kOps = {
       {"Conv", [](OnnxImporter& im, const Node& n) { im.import_conv(n); }},
@@ -458,8 +466,75 @@ void OnnxImporter::import_node(const Node& n) {
       {"TopK", [](OnnxImporter& im, const Node& n) { im.import_topk(n); }},
       {"LayerNormalization", [](OnnxImporter& im, const Node& n) { im.import_layernorm(n); }},
       {"Constant", [](OnnxImporter& im, const Node& n) { im.import_constant(n); }},
+      {"Identity", [](OnnxImporter& im, const Node& n) { im.import_identity(n); }},
+      {"Dropout", [](OnnxImporter& im, const Node& n) { im.import_dropout(n); }},
+      {"Squeeze", [](OnnxImporter& im, const Node& n) { im.import_squeeze(n, false); }},
+      {"Unsqueeze", [](OnnxImporter& im, const Node& n) { im.import_squeeze(n, true); }},
+      {"Erf", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "erf"); }},
+      {"Sqrt", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "sqrt"); }},
+      {"Log", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "log"); }},
+      {"Abs", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "abs"); }},
+      {"Neg", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "neg"); }},
+      {"Floor", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "floor"); }},
+      {"Ceil", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "ceil"); }},
+      {"Round", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "round"); }},
+      {"Sign", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "sign"); }},
+      {"Reciprocal", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "reciprocal"); }},
+      {"Softplus", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "softplus"); }},
+      {"Softsign", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "softsign"); }},
+      {"Elu", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "elu", 1.0); }},
+      {"Celu", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "celu", 1.0); }},
+      {"ThresholdedRelu",
+       [](OnnxImporter& im, const Node& n) { im.import_unary(n, "thresholded_relu", 1.0); }},
+      {"Sin", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "sin"); }},
+      {"Cos", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "cos"); }},
+      {"Tan", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "tan"); }},
+      {"Asin", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "asin"); }},
+      {"Acos", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "acos"); }},
+      {"Atan", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "atan"); }},
+      {"Sinh", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "sinh"); }},
+      {"Cosh", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "cosh"); }},
+      {"Asinh", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "asinh"); }},
+      {"Acosh", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "acosh"); }},
+      {"Atanh", [](OnnxImporter& im, const Node& n) { im.import_unary(n, "atanh"); }},
+      {"Clip", [](OnnxImporter& im, const Node& n) { im.import_clip(n); }},
+      {"HardSigmoid", [](OnnxImporter& im, const Node& n) { im.import_hard_sigmoid(n, false); }},
+      {"HardSwish", [](OnnxImporter& im, const Node& n) { im.import_hard_sigmoid(n, true); }},
+      {"Selu", [](OnnxImporter& im, const Node& n) { im.import_selu(n); }},
+      {"PRelu", [](OnnxImporter& im, const Node& n) { im.import_prelu(n); }},
+      {"Pow", [](OnnxImporter& im, const Node& n) { im.import_binary_fn(n, "pow"); }},
+      {"Mod", [](OnnxImporter& im, const Node& n) { im.import_binary_fn(n, "mod"); }},
+      {"Sum", [](OnnxImporter& im, const Node& n) { im.import_eltwise(n, "add", 1, 1 << 20); }},
+      {"Mean", [](OnnxImporter& im, const Node& n) { im.import_mean(n); }},
+      {"Expand", [](OnnxImporter& im, const Node& n) { im.import_expand(n); }},
+      {"Slice", [](OnnxImporter& im, const Node& n) { im.import_slice(n); }},
+      {"Gather", [](OnnxImporter& im, const Node& n) { im.import_gather(n); }},
+      {"Pad", [](OnnxImporter& im, const Node& n) { im.import_pad(n); }},
+      {"ReduceSumSquare",
+       [](OnnxImporter& im, const Node& n) { im.import_reduce_composite(n, "square", ""); }},
+      {"ReduceL1",
+       [](OnnxImporter& im, const Node& n) { im.import_reduce_composite(n, "abs", ""); }},
+      {"ReduceL2",
+       [](OnnxImporter& im, const Node& n) { im.import_reduce_composite(n, "square", "sqrt"); }},
+      {"ReduceLogSum",
+       [](OnnxImporter& im, const Node& n) { im.import_reduce_composite(n, "", "log"); }},
+      {"ReduceLogSumExp",
+       [](OnnxImporter& im, const Node& n) { im.import_reduce_composite(n, "exp", "log"); }},
+      {"ArgMax", [](OnnxImporter& im, const Node& n) { im.import_arg(n, true); }},
+      {"ArgMin", [](OnnxImporter& im, const Node& n) { im.import_arg(n, false); }},
   };
   auto op = kOps.find(n.op_type());
+  if (op == kOps.end() && fold_ops().count(n.op_type())) {
+    std::string data_input;
+    for (const std::string& in : n.input())
+      if (!in.empty() && (!constants_.count(in) || input_values_.count(in))) data_input = in;
+    if (data_input.empty())
+      throw error(n,
+                  fmt::format("op {} on constants does not fold: {}", n.op_type(), fold_refusal_));
+    throw error(n, fmt::format("op {} is supported on constant inputs only (folded at import); "
+                               "input '{}' is data",
+                               n.op_type(), data_input));
+  }
   if (op == kOps.end()) {
     std::vector<std::string> names;
     for (const auto& kv : kOps) names.push_back(kv.first);

@@ -53,6 +53,7 @@ class OnnxImporter {
   // "FILE: node 'NAME' (OP): message" (the node's index when it has no name).
   ConfigError error(const onnx::NodeProto& node, const std::string& message) const;
   const std::string& file() const { return file_; }
+  int64_t opset() const { return opset_; }
 
  private:
   using Node = onnx::NodeProto;
@@ -96,10 +97,46 @@ class OnnxImporter {
   void import_reshape(const Node& n);
   void import_transpose(const Node& n);
   void import_concat(const Node& n);
-  void import_reduce(const Node& n, const std::string& fn);
+  // Over `input` (default: the node's input 0) into the layer `layer` (default: its output).
+  void import_reduce(const Node& n, const std::string& fn, const std::string& input = "",
+                     const std::string& layer = "", bool axes_as_input = true);
+  void import_reduce_composite(const Node& n, const std::string& pre, const std::string& post);
   void import_topk(const Node& n);
   void import_layernorm(const Node& n);
   void import_constant(const Node& n);
+  // onnx_shape_nodes.cpp: aliases and views.
+  void import_identity(const Node& n);
+  void import_dropout(const Node& n);
+  void import_squeeze(const Node& n, bool unsqueeze);
+
+  // onnx_math_nodes.cpp.
+  void import_unary(const Node& n, const std::string& fn, double alpha = 0.01);
+  void import_clip(const Node& n);
+  void import_hard_sigmoid(const Node& n, bool swish);
+  void import_selu(const Node& n);
+  void import_prelu(const Node& n);
+  void import_binary_fn(const Node& n, const std::string& fn);
+  void import_mean(const Node& n);
+  void import_expand(const Node& n);
+  void import_slice(const Node& n);
+  void import_gather(const Node& n);
+  void import_pad(const Node& n);
+  void import_arg(const Node& n, bool largest);
+  // A composition's pieces: a constant scalar "<output>.<suffix>" of `dtype`; a layer
+  // "<output>.<suffix>" (the node's output itself when suffix is empty) of kind/fn over
+  // `inputs` broadcast; the tensor `name`, input of the node or constant, as a workload tensor.
+  std::string scalar_constant(const Node& n, const std::string& suffix, double value,
+                              isa::DType dtype);
+  std::string step(const Node& n, const std::string& suffix, LayerKind kind, const std::string& fn,
+                   std::vector<std::string> inputs);
+  const TensorDesc& data_by_name(const Node& n, const std::string& name);
+
+  // Evaluates the node on the host when its inputs are constants (onnx_fold.h); whether it did.
+  bool fold(const Node& n);
+  // A legacy binary op (opset < 7) with broadcast = 1 and `axis`: input 1 viewed with the
+  // trailing 1s that numpy broadcasting needs; the name of that view (input 1 unchanged otherwise).
+  std::string legacy_broadcast(const Node& n, const NodeAttrs& a, const TensorDesc& x,
+                               const TensorDesc& y);
 
   // The window parameters of Conv and the pools: kernel, strides, dilations and pads (explicit
   // or from auto_pad), and the output's spatial extents.
@@ -127,7 +164,9 @@ class OnnxImporter {
   std::map<std::string, isa::Shape> inferred_;  // static shapes from ONNX shape inference
   onnx::ModelProto inferred_model_;
   BatchTracker* tracker_;
-  std::vector<int> layer_nodes_;  // per layer of w_, the index of its node (-1: none)
+  std::vector<int> layer_nodes_;
+  std::string fold_refusal_;  // why the last node on constants did not fold  // per layer of w_,
+                              // the index of its node (-1: none)
 };
 
 }  // namespace fracsim::compiler

@@ -46,7 +46,10 @@ std::vector<DType> isa_input_dtypes(const std::string& op, const std::string& at
 }
 
 void OnnxImporter::import_gemm(const Node& n) {
-  NodeAttrs a(*this, n, {"alpha", "beta", "transA", "transB"});
+  // broadcast (before opset 7) allowed C to broadcast; numpy broadcasting is a superset.
+  NodeAttrs a(*this, n,
+              opset_ < 7 ? std::set<std::string>{"alpha", "beta", "transA", "transB", "broadcast"}
+                         : std::set<std::string>{"alpha", "beta", "transA", "transB"});
   check_outputs(n, 1);
   const TensorDesc x = data(n, 0), y = data(n, 1);
   require_rank(n, x, 2, 2);
@@ -115,7 +118,9 @@ void OnnxImporter::import_matmul(const Node& n) {
 
 void OnnxImporter::import_eltwise(const Node& n, const std::string& fn, int min_inputs,
                                   int max_inputs) {
-  NodeAttrs a(*this, n, {});
+  const bool legacy = opset_ < 7 && max_inputs == 2;
+  NodeAttrs a(*this, n,
+              legacy ? std::set<std::string>{"broadcast", "axis"} : std::set<std::string>{});
   check_outputs(n, 1);
   if (n.input_size() < min_inputs || n.input_size() > max_inputs)
     throw error(n, fmt::format("{} inputs; the op takes {}", n.input_size(),
@@ -131,8 +136,11 @@ void OnnxImporter::import_eltwise(const Node& n, const std::string& fn, int min_
   std::vector<std::string> inputs;
   Shape shape;
   DType dtype = DType::f32;
+  TensorDesc first;
   for (int i = 0; i < n.input_size(); ++i) {
-    const TensorDesc t = data(n, i, types);
+    TensorDesc t = data(n, i, types);
+    if (i == 0) first = t;
+    if (i == 1 && legacy) t = w_.tensor(legacy_broadcast(n, a, first, t));
     if (i == 0) {
       dtype = t.dtype;
       shape = t.shape;
@@ -182,7 +190,15 @@ void OnnxImporter::import_softmax(const Node& n, LayerKind kind) {
 // Inference: Y from the given mean and var. Training (training_mode = 1, f32): Y from the batch's
 // own statistics, and the optional outputs running_mean and running_var (see lower_batchnorm).
 void OnnxImporter::import_batchnorm(const Node& n) {
-  NodeAttrs a(*this, n, {"epsilon", "momentum", "training_mode"});
+  // Before opset 9: spatial (1, per channel, is what later opsets do); before 7: is_test.
+  std::set<std::string> known = {"epsilon", "momentum", "training_mode"};
+  if (opset_ < 9) known.insert("spatial");
+  if (opset_ < 7) known.insert("is_test");
+  NodeAttrs a(*this, n, known);
+  if (a.get_int("spatial", 1) != 1)
+    throw error(n, "attribute 'spatial' = 0 (statistics per element) is not supported");
+  if (opset_ < 7 && a.get_int("is_test", 0) == 0)
+    throw error(n, "attribute 'is_test' = 0 (training) is not supported: only inference");
   const int64_t training = a.get_int("training_mode", 0);
   if (training != 0 && training != 1)
     throw error(n, fmt::format("attribute 'training_mode' = {} is not 0 or 1", training));
@@ -328,16 +344,41 @@ void OnnxImporter::import_concat(const Node& n) {
   l.axis = axis;
 }
 
-void OnnxImporter::import_reduce(const Node& n, const std::string& fn) {
+// ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp: an element-wise step
+// (x * x, |x|, exp x) before a sum, a step (sqrt, log) after it.
+void OnnxImporter::import_reduce_composite(const Node& n, const std::string& pre,
+                                           const std::string& post) {
+  std::string in = n.input(0);
+  if (!pre.empty()) {
+    const TensorDesc x = data(n, 0);
+    Layer& l = add_layer(n, pre == "square" ? LayerKind::eltwise : LayerKind::activation,
+                         pre == "square" ? std::vector<std::string>{x.name, x.name}
+                                         : std::vector<std::string>{x.name},
+                         x.dtype, x.shape, n.output(0) + "." + pre);
+    l.fn = pre == "square" ? "mul" : pre;
+    in = l.name;
+  }
+  const std::string sum = post.empty() ? "" : n.output(0) + ".sum";
+  import_reduce(n, "sum", in, sum, false);
+  if (post.empty()) return;
+  const TensorDesc& s = w_.tensor(sum);
+  add_layer(n, LayerKind::activation, {sum}, s.dtype, s.shape).fn = post;
+}
+
+void OnnxImporter::import_reduce(const Node& n, const std::string& fn, const std::string& input,
+                                 const std::string& layer, bool axes_as_input) {
   // ReduceSum takes its axes as an input from opset 13 on, the others as an attribute.
-  const bool axes_input = fn == "sum" && opset_ >= 13;
+  const bool axes_input = fn == "sum" && axes_as_input && opset_ >= 13;
   NodeAttrs a(*this, n,
               axes_input ? std::set<std::string>{"keepdims", "noop_with_empty_axes"}
                          : std::set<std::string>{"axes", "keepdims"});
   check_outputs(n, 1);
   // Reductions of i8 and i16 accumulate into i32 in the ISA where ONNX keeps the input type.
   const TensorDesc x =
-      data(n, 0, fn == "mean" ? std::vector<DType>{} : std::vector<DType>{DType::f32, DType::i32});
+      !input.empty() && input != n.input(0)
+          ? w_.tensor(input)
+          : data(n, 0,
+                 fn == "mean" ? std::vector<DType>{} : std::vector<DType>{DType::f32, DType::i32});
   const int64_t rank = static_cast<int64_t>(x.shape.size());
   std::vector<int64_t> axes;
   if (axes_input) {
@@ -356,7 +397,7 @@ void OnnxImporter::import_reduce(const Node& n, const std::string& fn) {
   if (axes.empty()) {
     // No axes: every axis, or (noop_with_empty_axes) the input itself.
     if (a.get_int("noop_with_empty_axes", 0) != 0) {
-      add_layer(n, LayerKind::reshape, {x.name}, x.dtype, x.shape);
+      add_layer(n, LayerKind::reshape, {x.name}, x.dtype, x.shape, layer);
       return;
     }
     for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
@@ -369,7 +410,7 @@ void OnnxImporter::import_reduce(const Node& n, const std::string& fn) {
     else if (keepdims)
       out.push_back(1);
   }
-  Layer& l = add_layer(n, LayerKind::reduce, {x.name}, x.dtype, out);
+  Layer& l = add_layer(n, LayerKind::reduce, {x.name}, x.dtype, out, layer);
   l.fn = fn;
   l.axes = axes;
 }

@@ -53,11 +53,15 @@ enum class LayerKind {
   exp,
   log_softmax,  // axis
   global_maxpool,
-  gemm,        // alpha, beta, trans_a, trans_b; inputs a, b and optionally c
-  reduce,      // fn is sum, mean, max or min over `axes`
-  topk,        // k, axis, largest; second output: the indices (i32)
-  zero_insert  // the input spread out by `stride` into a zero tensor, from the offsets
-               // `padding` (one per spatial dim): a transposed convolution's input
+  gemm,         // alpha, beta, trans_a, trans_b; inputs a, b and optionally c
+  reduce,       // fn is sum, mean, max or min over `axes`
+  topk,         // k, axis, largest; second output: the indices (i32)
+  zero_insert,  // the input spread out by `stride` into a zero tensor, from the offsets
+                // `padding` (one per spatial dim): a transposed convolution's input
+  activation,   // the activation op's `fn` (with `alpha`) on any shape
+  slice,        // a strided view: output index i reads input index starts + i * steps
+  gather,       // copies along `axis` of the input at the constant `indices`
+  pad           // the input in a tensor filled with `alpha`, from the offsets `padding`
 };
 
 std::string_view layer_kind_name(LayerKind k);
@@ -103,6 +107,8 @@ struct Layer {
   double gemm_beta = 1.0;                            // gemm: the factor of c
   int64_t k = 0;                                     // topk
   bool largest = true;                               // topk
+  std::vector<int64_t> starts, steps;                // slice: per input dim
+  std::vector<int64_t> indices;                      // gather
   TensorDesc output;                                 // inferred; output.name == name
   // More outputs, named by the graph: topk's indices; layernorm's mean and inverse standard
   // deviation (ONNX), when used; maxpool's indices (i32); batchnorm training's running mean

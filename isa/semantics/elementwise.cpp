@@ -14,8 +14,39 @@
 namespace fracsim::isa::semantics {
 namespace {
 
+// The remainder of x / y with the dividend's sign (fmod) or the divisor's (mod); integers by 0
+// give 0 (and INT_MIN by -1 gives 0, the exact remainder).
+template <typename T>
+T remainder(const std::string& fn, T x, T y) {
+  if constexpr (std::is_floating_point_v<T>) {
+    T r = std::fmod(x, y);
+    if (fn == "mod" && r != 0 && ((r < 0) != (y < 0))) r += y;
+    return r;
+  } else {
+    if (y == 0) return T(0);
+    if constexpr (std::is_signed_v<T>) {
+      if (y == T(-1)) return T(0);
+    }
+    T r = static_cast<T>(x % y);
+    if constexpr (std::is_signed_v<T>) {
+      if (fn == "mod" && r != 0 && ((r < 0) != (y < 0))) r = static_cast<T>(r + y);
+    }
+    return r;
+  }
+}
+
 template <typename T>
 T binary(const std::string& fn, T x, T y) {
+  if constexpr (std::is_same_v<T, Half>) {
+    if (fn == "fmod") return Half{half_from_double(std::fmod(x.value(), y.value()))};
+  } else {
+    if (fn == "mod" || fn == "fmod") return remainder(fn, x, y);
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    // pow: in double, rounded once.
+    if (fn == "pow")
+      return static_cast<T>(std::pow(static_cast<double>(x), static_cast<double>(y)));
+  }
   if constexpr (std::is_same_v<T, Half>) {
     // f16: max and min only, exact (compared through the widened values), NaN as for f32.
     const double a = x.value(), b = y.value();
@@ -103,6 +134,32 @@ double activate(const std::string& fn, double x, double alpha) {
   if (fn == "log") return std::log(x);
   if (fn == "sqrt") return std::sqrt(x);
   if (fn == "rsqrt") return 1.0 / std::sqrt(x);
+  if (fn == "erf") return std::erf(x);
+  if (fn == "abs") return std::fabs(x);
+  if (fn == "neg") return -x;
+  if (fn == "floor") return std::floor(x);
+  if (fn == "ceil") return std::ceil(x);
+  if (fn == "round") return std::nearbyint(x);  // half to even in the default rounding mode
+  if (fn == "sign") return x > 0 ? 1.0 : (x < 0 ? -1.0 : (std::isnan(x) ? x : 0.0));
+  if (fn == "reciprocal") return 1.0 / x;
+  // log1p(exp x) loses nothing for large x (exp overflows to infinity, as the exact value does
+  // not: x + log1p(exp -x) is used above 0).
+  if (fn == "softplus") return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+  if (fn == "softsign") return x / (1.0 + std::fabs(x));
+  if (fn == "elu") return x > 0 ? x : alpha * std::expm1(x);
+  if (fn == "celu") return std::max(0.0, x) + std::min(0.0, alpha * std::expm1(x / alpha));
+  if (fn == "thresholded_relu") return x > alpha ? x : 0.0;
+  if (fn == "sin") return std::sin(x);
+  if (fn == "cos") return std::cos(x);
+  if (fn == "tan") return std::tan(x);
+  if (fn == "asin") return std::asin(x);
+  if (fn == "acos") return std::acos(x);
+  if (fn == "atan") return std::atan(x);
+  if (fn == "sinh") return std::sinh(x);
+  if (fn == "cosh") return std::cosh(x);
+  if (fn == "asinh") return std::asinh(x);
+  if (fn == "acosh") return std::acosh(x);
+  if (fn == "atanh") return std::atanh(x);
   throw InternalError("activation: no reference semantics for fn " + fn);
 }
 

@@ -41,7 +41,6 @@ TensorRef f32(uint64_t address, Shape shape, Shape strides) {
   return TensorRef{address, DType::f32, std::move(shape), std::move(strides)};
 }
 
-
 void check_program(const Program& p, const std::vector<Instruction>& expect) {
   REQUIRE(p.instructions.size() == expect.size());
   for (size_t i = 0; i < expect.size(); ++i) {
@@ -73,15 +72,15 @@ TEST_CASE("conv2d with groups, stride, asymmetric kernel and bias: the exact pro
   // conv2d attrs: stride_h, stride_w, dilation_h, dilation_w, pad_h0, pad_h1, pad_w0, pad_w1,
   // accumulate.
   check_program(p, {instruction("conv2d",
-                          {f32(x, {1, 2, 2, 5, 5}, {100, 50, 25, 5, 1}),
-                           f32(w, {2, 3, 2, 3, 1}, {18, 6, 3, 1, 1}),
-                           f32(y, {1, 2, 3, 3, 5}, {90, 45, 15, 5, 1})},
-                          {2, 1, 1, 1, 1, 1, 0, 0, 0}),
+                                {f32(x, {1, 2, 2, 5, 5}, {100, 50, 25, 5, 1}),
+                                 f32(w, {2, 3, 2, 3, 1}, {18, 6, 3, 1, 1}),
+                                 f32(y, {1, 2, 3, 3, 5}, {90, 45, 15, 5, 1})},
+                                {2, 1, 1, 1, 1, 1, 0, 0, 0}),
                     instruction("eltwise",
-                          {f32(y, {1, 1, 1, 1, 6, 15}, {0, 0, 0, 90, 15, 1}),
-                           f32(b, {1, 1, 1, 1, 6, 15}, {0, 0, 0, 0, 1, 0}),
-                           f32(y, {1, 1, 1, 1, 6, 15}, {0, 0, 0, 90, 15, 1})},
-                          {0})});
+                                {f32(y, {1, 1, 1, 1, 6, 15}, {0, 0, 0, 90, 15, 1}),
+                                 f32(b, {1, 1, 1, 1, 6, 15}, {0, 0, 0, 0, 1, 0}),
+                                 f32(y, {1, 1, 1, 1, 6, 15}, {0, 0, 0, 90, 15, 1})},
+                                {0})});
   const double r = 1.0 / std::sqrt(6.0);  // fan-in Ci * Kh * Kw = 2 * 3 * 1
   REQUIRE(p.data.size() == 3);
   CHECK(p.data[1].address == w);
@@ -122,10 +121,10 @@ TEST_CASE("batchnorm, pooling, softmax, layernorm and activations: operand views
   check_program(
       p,
       {instruction("batchnorm",
-             {f32(at("x"), {1, 2, 4}, {8, 4, 1}), f32(at("bn.scale"), {2}, {1}),
-              f32(at("bn.bias"), {2}, {1}), f32(at("bn.mean"), {2}, {1}),
-              f32(at("bn.var"), {2}, {1}), f32(at("bn"), {1, 2, 4}, {8, 4, 1})},
-             {real_to_attr(1e-5)}),
+                   {f32(at("x"), {1, 2, 4}, {8, 4, 1}), f32(at("bn.scale"), {2}, {1}),
+                    f32(at("bn.bias"), {2}, {1}), f32(at("bn.mean"), {2}, {1}),
+                    f32(at("bn.var"), {2}, {1}), f32(at("bn"), {1, 2, 4}, {8, 4, 1})},
+                   {real_to_attr(1e-5)}),
        // (2 + 1 + 1 - 2) / 1 + 1 = 3
        instruction(
            "pool2d",
@@ -136,14 +135,15 @@ TEST_CASE("batchnorm, pooling, softmax, layernorm and activations: operand views
            "pool2d",
            {f32(at("mp"), {1, 2, 3, 3}, {18, 9, 3, 1}), f32(at("ap"), {1, 2, 1, 1}, {2, 1, 1, 1})},
            pool(1, 3, 3, 1, 1)),
-       instruction("pool2d",
-             {f32(at("mp"), {1, 2, 3, 3}, {18, 9, 3, 1}), f32(at("g"), {1, 2, 1, 1}, {2, 1, 1, 1})},
-             pool(1, 3, 3, 0, 0)),
+       instruction(
+           "pool2d",
+           {f32(at("mp"), {1, 2, 3, 3}, {18, 9, 3, 1}), f32(at("g"), {1, 2, 1, 1}, {2, 1, 1, 1})},
+           pool(1, 3, 3, 0, 0)),
        instruction("softmax", {f32(at("mp"), {6, 3}, {3, 1}), f32(at("s"), {6, 3}, {3, 1})}, {}),
        instruction("layernorm",
-             {f32(at("s"), {6, 3}, {3, 1}), f32(at("ln.gamma"), {3}, {1}),
-              f32(at("ln.beta"), {3}, {1}), f32(at("ln"), {6, 3}, {3, 1})},
-             {real_to_attr(0.001)}),
+                   {f32(at("s"), {6, 3}, {3, 1}), f32(at("ln.gamma"), {3}, {1}),
+                    f32(at("ln.beta"), {3}, {1}), f32(at("ln"), {6, 3}, {3, 1})},
+                   {real_to_attr(0.001)}),
        instruction("activation", {f32(at("ln"), m6, s6), f32(at("ge"), m6, s6)}, act(4)),
        instruction("activation", {f32(at("ge"), m6, s6), f32(at("sg"), m6, s6)}, act(2)),
        instruction("activation", {f32(at("sg"), m6, s6), f32(at("th"), m6, s6)}, act(3))});
@@ -171,8 +171,9 @@ TEST_CASE("lrn: the lrn op with the channel window centred as in ONNX") {
   // x 96 B -> 0, n 96 B -> 128. lrn attrs: size, alpha, beta, bias, pad_c0, pad_c1, frac_bits.
   check_program(
       c.program,
-      {instruction("lrn", {f32(0, {1, 6, 2, 2}, {24, 4, 2, 1}), f32(128, {1, 6, 2, 2}, {24, 4, 2, 1})},
-             {4, real_to_attr(1e-4), real_to_attr(0.5), real_to_attr(1.0), 1, 2, 0})});
+      {instruction("lrn",
+                   {f32(0, {1, 6, 2, 2}, {24, 4, 2, 1}), f32(128, {1, 6, 2, 2}, {24, 4, 2, 1})},
+                   {4, real_to_attr(1e-4), real_to_attr(0.5), real_to_attr(1.0), 1, 2, 0})});
 }
 
 TEST_CASE("transpose, reshape and concat: views alias, strided inputs are copied once") {
@@ -197,24 +198,24 @@ TEST_CASE("transpose, reshape and concat: views alias, strided inputs are copied
   CHECK(c.plan.at("t.dense").first == 0);
   CHECK(c.plan.at("t.dense").last == 1);
   check_program(p, {instruction("eltwise",
-                          {f32(a, {1, 1, 1, 1, 3, 2}, {0, 0, 0, 0, 1, 3}),
-                           f32(a, {1, 1, 1, 1, 3, 2}, {0, 0, 0, 0, 1, 3}),
-                           f32(td, {1, 1, 1, 1, 3, 2}, {0, 0, 0, 0, 2, 1})},
-                          {kMax}),
+                                {f32(a, {1, 1, 1, 1, 3, 2}, {0, 0, 0, 0, 1, 3}),
+                                 f32(a, {1, 1, 1, 1, 3, 2}, {0, 0, 0, 0, 1, 3}),
+                                 f32(td, {1, 1, 1, 1, 3, 2}, {0, 0, 0, 0, 2, 1})},
+                                {kMax}),
                     instruction("activation",
-                          {f32(td, {1, 1, 1, 1, 3, 2}, {0, 0, 0, 0, 2, 1}),
-                           f32(r, {1, 1, 1, 1, 3, 2}, {0, 0, 0, 0, 2, 1})},
-                          {0, real_to_attr(0.01), 0}),
+                                {f32(td, {1, 1, 1, 1, 3, 2}, {0, 0, 0, 0, 2, 1}),
+                                 f32(r, {1, 1, 1, 1, 3, 2}, {0, 0, 0, 0, 2, 1})},
+                                {0, real_to_attr(0.01), 0}),
                     instruction("eltwise",
-                          {f32(a, {1, 1, 1, 1, 2, 3}, {0, 0, 0, 0, 3, 1}),
-                           f32(a, {1, 1, 1, 1, 2, 3}, {0, 0, 0, 0, 3, 1}),
-                           f32(cat, {1, 1, 1, 1, 2, 3}, {0, 0, 0, 0, 5, 1})},
-                          {kMax}),
+                                {f32(a, {1, 1, 1, 1, 2, 3}, {0, 0, 0, 0, 3, 1}),
+                                 f32(a, {1, 1, 1, 1, 2, 3}, {0, 0, 0, 0, 3, 1}),
+                                 f32(cat, {1, 1, 1, 1, 2, 3}, {0, 0, 0, 0, 5, 1})},
+                                {kMax}),
                     instruction("eltwise",
-                          {f32(b, {1, 1, 1, 1, 2, 2}, {0, 0, 0, 0, 2, 1}),
-                           f32(b, {1, 1, 1, 1, 2, 2}, {0, 0, 0, 0, 2, 1}),
-                           f32(cat + 12, {1, 1, 1, 1, 2, 2}, {0, 0, 0, 0, 5, 1})},
-                          {kMax})});
+                                {f32(b, {1, 1, 1, 1, 2, 2}, {0, 0, 0, 0, 2, 1}),
+                                 f32(b, {1, 1, 1, 1, 2, 2}, {0, 0, 0, 0, 2, 1}),
+                                 f32(cat + 12, {1, 1, 1, 1, 2, 2}, {0, 0, 0, 0, 5, 1})},
+                                {kMax})});
   std::vector<Symbol> symbols = {
       {"a", SymbolRole::input, f32(a, {2, 3}, {3, 1})},
       {"b", SymbolRole::input, f32(b, {2, 2}, {2, 1})},
@@ -249,12 +250,13 @@ TEST_CASE("concat of channels at batch 1: producers write into their slices, inp
   // r1 and r2 are written in place at channels 0-1 and 4-5; x and the second r1 are copied (as
   // [1,2,2,2] views lifted to rank 6) to channels 2-3 and 6-7; tanh reads the whole buffer.
   check_program(
-      p, {instruction("activation", {f32(x, m, ms), f32(cat, m, ms)}, act(0)),
-          instruction("activation", {f32(x, m, ms), f32(cat + 64, m, ms)}, act(2)),
-          instruction("eltwise", {f32(x, v, vs), f32(x, v, vs), f32(cat + 32, v, slice)}, {kMax}),
-          instruction("eltwise", {f32(cat, v, vs), f32(cat, v, vs), f32(cat + 96, v, slice)}, {kMax}),
-          instruction("activation", {f32(cat, {1, 1, 1, 1, 16, 2}, ms), f32(o, {1, 1, 1, 1, 16, 2}, ms)},
-                act(3))});
+      p,
+      {instruction("activation", {f32(x, m, ms), f32(cat, m, ms)}, act(0)),
+       instruction("activation", {f32(x, m, ms), f32(cat + 64, m, ms)}, act(2)),
+       instruction("eltwise", {f32(x, v, vs), f32(x, v, vs), f32(cat + 32, v, slice)}, {kMax}),
+       instruction("eltwise", {f32(cat, v, vs), f32(cat, v, vs), f32(cat + 96, v, slice)}, {kMax}),
+       instruction("activation",
+                   {f32(cat, {1, 1, 1, 1, 16, 2}, ms), f32(o, {1, 1, 1, 1, 16, 2}, ms)}, act(3))});
 }
 
 TEST_CASE("flatten of an intermediate: no instruction, and the producer lives until the reader") {

@@ -58,11 +58,15 @@ std::string import_error(const OnnxModelBuilder& b) {
 }
 
 const char* kSupported =
-    "Add, AveragePool, BatchNormalization, Concat, Constant, Conv, ConvTranspose, Div, Exp, "
-    "Flatten, Gemm, "
-    "GlobalAveragePool, GlobalMaxPool, LRN, LayerNormalization, LeakyRelu, LogSoftmax, MatMul, "
-    "Max, MaxPool, Min, Mul, ReduceMax, ReduceMean, ReduceMin, ReduceSum, Relu, Reshape, "
-    "Sigmoid, Softmax, Sub, Tanh, TopK, Transpose";
+    "Abs, Acos, Acosh, Add, ArgMax, ArgMin, Asin, Asinh, Atan, Atanh, AveragePool, "
+    "BatchNormalization, Ceil, Celu, Clip, Concat, Constant, Conv, ConvTranspose, Cos, Cosh, "
+    "Div, Dropout, Elu, Erf, Exp, Expand, Flatten, Floor, Gather, Gemm, GlobalAveragePool, "
+    "GlobalMaxPool, HardSigmoid, HardSwish, Identity, LRN, LayerNormalization, LeakyRelu, "
+    "Log, LogSoftmax, MatMul, Max, MaxPool, Mean, Min, Mod, Mul, Neg, PRelu, Pad, Pow, "
+    "Reciprocal, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp, ReduceMax, ReduceMean, "
+    "ReduceMin, ReduceSum, ReduceSumSquare, Relu, Reshape, Round, Selu, Sigmoid, Sign, Sin, "
+    "Sinh, Slice, Softmax, Softplus, Softsign, Sqrt, Squeeze, Sub, Sum, Tan, Tanh, "
+    "ThresholdedRelu, TopK, Transpose, Unsqueeze";
 
 }  // namespace
 
@@ -247,8 +251,8 @@ TEST_CASE("what the front end does not support is an error naming file, node, op
         std::string("m.onnx: node 'n1' (Foo): op Foo is not supported (fracsim imports ") +
             kSupported + ")");
   // An unnamed node is named by its index.
-  CHECK(import_error(unary("Erf", "")).rfind("m.onnx: node 0 (Erf): op Erf is not supported", 0) ==
-        0);
+  CHECK(import_error(unary("Trilu", ""))
+            .rfind("m.onnx: node 0 (Trilu): op Trilu is not supported", 0) == 0);
   {
     OnnxModelBuilder b = unary("MaxPool", "pool1");
     auto& n = *b.model().graph().node().begin();
@@ -366,11 +370,11 @@ TEST_CASE("fracsim compile and run take .onnx; bad models exit 2 naming node and
 
   OnnxModelBuilder bad;
   bad.input("x", kFloat, {4}).output("y", kFloat, {4});
-  bad.node("Erf", {"x"}, {"y"}, "erf1");
+  bad.node("Trilu", {"x"}, {"y"}, "trilu1");
   bad.save(dir + "/bad.onnx");
   r = run_fracsim("compile " + dir + "/bad.onnx -o " + dir + "/bad.fbin");
   CHECK(r.code == 2);
-  CHECK(r.out == "error: " + dir + "/bad.onnx: node 'erf1' (Erf): op Erf is not supported " +
+  CHECK(r.out == "error: " + dir + "/bad.onnx: node 'trilu1' (Trilu): op Trilu is not supported " +
                      "(fracsim imports " + kSupported + ")\n");
   r = run_fracsim("run -m configs/tiny.yaml -w " + dir + "/bad.onnx");
   CHECK(r.code == 2);

@@ -10,24 +10,22 @@
 #include "isa/encoding.h"
 #include "isa/error.h"
 #include "isa/reference.h"
-#include "tests/common/memory_helpers.h"
 #include "tests/common/instruction_helpers.h"
+#include "tests/common/memory_helpers.h"
 
 using namespace fracsim;
 using namespace fracsim::isa;
 
 namespace {
 
-using fracsim::testing::instruction;
-using fracsim::testing::rank6;
 using fracsim::testing::get;
+using fracsim::testing::instruction;
 using fracsim::testing::put;
+using fracsim::testing::rank6;
 const OpTable& ops() { return OpTable::builtin(); }
 
 // eltwise fn indices, in isa/ops/eltwise.yaml order (pinned in test_reference.cpp).
 enum EltFn : int64_t { kAdd, kSub, kMul, kDiv, kMax, kMin };
-
-
 
 // Runs an eltwise of n elements of `dt`: a at 0, b at 64, out at 128.
 void eltwise(DType dt, int64_t n, EltFn fn, std::vector<uint8_t>& mem) {
@@ -231,7 +229,8 @@ TEST_CASE("a dtype row with `only:` holds for its fn values alone; messages say 
   // pool2d takes u8 for max only (attributes: fn, kernels, strides, dilations, pads, cip).
   const std::vector<TensorRef> pool = {make_tensor(0, DType::u8, {1, 1, 2, 2}),
                                        make_tensor(64, DType::u8, {1, 1, 1, 1})};
-  CHECK(bind_error(instruction("pool2d", pool, {0, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0, 0})) == "no error");
+  CHECK(bind_error(instruction("pool2d", pool, {0, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0, 0})) ==
+        "no error");
   CHECK(bind_error(instruction("pool2d", pool, {1, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0, 0})) ==
         "t: pool2d: dtype combination (u8,u8) is accepted only with fn = max");
 }

@@ -20,7 +20,7 @@ TEST_CASE("the built-in ops load with their dims, operands and formulas") {
   CHECK(mm.operands[2].read_if == "accumulate");
   CHECK(mm.work.eval({{"B", 7}, {"M", 2}, {"N", 3}, {"K", 5}, {"accumulate", 0}}) == 420);
   CHECK(t.get("eltwise").attributes[0].values ==
-        std::vector<std::string>{"add", "sub", "mul", "div", "max", "min"});
+        std::vector<std::string>{"add", "sub", "mul", "div", "max", "min", "pow", "mod", "fmod"});
   CHECK(t.get("activation").operands.size() == 2);
   CHECK(t.find(uint16_t{3})->name == "activation");
 }

@@ -13,8 +13,8 @@
 #include "isa/decompose/parallel.h"
 #include "isa/error.h"
 #include "isa/reference.h"
-#include "tests/common/memory_helpers.h"
 #include "tests/common/instruction_helpers.h"
+#include "tests/common/memory_helpers.h"
 
 using namespace fracsim;
 using namespace fracsim::isa;
@@ -32,7 +32,6 @@ std::vector<uint32_t> get_bits(const std::vector<uint8_t>& mem, uint64_t addr, s
   return get<uint32_t>(mem, addr, n);
 }
 
-
 constexpr uint32_t kPos0 = 0x00000000u, kNeg0 = 0x80000000u, kInf = 0x7f800000u,
                    kNegInf = 0xff800000u, kNanA = 0x7fc00001u, kNanB = 0xffc00002u;
 constexpr uint32_t kOne = 0x3f800000u, kMinusOne = 0xbf800000u, kTwo = 0x40000000u,
@@ -49,15 +48,16 @@ std::vector<int64_t> count_attrs(int64_t base, bool accumulate) { return {base, 
 // sort or merge of in[M,N] at `in` into out[M,N] at `out` (the same address: in place).
 Instruction rows(const std::string& op, DType t, int64_t m, int64_t n, uint64_t in, uint64_t out,
                  std::vector<int64_t> attrs) {
-  return instruction(op, {make_tensor(in, t, {m, n}), make_tensor(out, t, {m, n})}, std::move(attrs));
+  return instruction(op, {make_tensor(in, t, {m, n}), make_tensor(out, t, {m, n})},
+                     std::move(attrs));
 }
 
 // topk of in[M,N] at 0, idx[M,N] at 256, out[M,K] at 512, out_idx[M,K] at 768.
 Instruction topk(DType t, int64_t m, int64_t n, int64_t k, bool largest, bool accumulate) {
   return instruction("topk",
-              {make_tensor(0, t, {m, n}), make_tensor(256, DType::i32, {m, n}),
-               make_tensor(512, t, {m, k}), make_tensor(768, DType::i32, {m, k})},
-              topk_attrs(largest, accumulate));
+                     {make_tensor(0, t, {m, n}), make_tensor(256, DType::i32, {m, n}),
+                      make_tensor(512, t, {m, k}), make_tensor(768, DType::i32, {m, k})},
+                     topk_attrs(largest, accumulate));
 }
 }  // namespace
 
@@ -242,23 +242,29 @@ TEST_CASE("count: labels base..base+C-1, accumulate, i32 wrap-around") {
   std::vector<uint8_t> mem(512, 0);
   SUBCASE("i8, two rows, base 1") {
     put<int8_t>(mem, 0, {1, 2, 2, 5, -1, 3, 0, 0, 3, 3, 3, 4});
-    run_reference(instruction("count", {make_tensor(0, DType::i8, {2, 6}), make_tensor(256, DType::i32, {2, 3})},
-             count_attrs(1, false)),
+    run_reference(
+        instruction("count",
+                    {make_tensor(0, DType::i8, {2, 6}), make_tensor(256, DType::i32, {2, 3})},
+                    count_attrs(1, false)),
         mem);
     CHECK(get<int32_t>(mem, 256, 6) == std::vector<int32_t>{1, 2, 1, 0, 0, 3});
   }
   SUBCASE("i16, negative base, accumulate wraps") {
     put<int16_t>(mem, 0, {-300, -299, -300, 7});
     put<int32_t>(mem, 256, {kI32Max, 5});
-    run_reference(instruction("count", {make_tensor(0, DType::i16, {1, 4}), make_tensor(256, DType::i32, {1, 2})},
-             count_attrs(-300, true)),
+    run_reference(
+        instruction("count",
+                    {make_tensor(0, DType::i16, {1, 4}), make_tensor(256, DType::i32, {1, 2})},
+                    count_attrs(-300, true)),
         mem);
     CHECK(get<int32_t>(mem, 256, 2) == std::vector<int32_t>{kI32Min + 1, 6});
   }
   SUBCASE("i32: base + c is not wrapped to meet a label") {
     put<int32_t>(mem, 0, {kI32Max, kI32Min, kI32Max});
-    run_reference(instruction("count", {make_tensor(0, DType::i32, {1, 3}), make_tensor(256, DType::i32, {1, 2})},
-             count_attrs(kI32Max, false)),
+    run_reference(
+        instruction("count",
+                    {make_tensor(0, DType::i32, {1, 3}), make_tensor(256, DType::i32, {1, 2})},
+                    count_attrs(kI32Max, false)),
         mem);
     CHECK(get<int32_t>(mem, 256, 2) == std::vector<int32_t>{2, 0});
   }
@@ -397,9 +403,9 @@ TEST_CASE("count decomposed: C split across children with base offsets, N serial
   const std::vector<NodeBudget> levels = {{192, 4, "level 0"}, {512, 1, "leaf"}};
   for (bool accumulate : {false, true}) {
     CAPTURE(accumulate);
-    const Instruction in =
-        instruction("count", {make_tensor(0, DType::i8, {1, 200}), make_tensor(256, DType::i32, {1, 8})},
-             count_attrs(3, accumulate));
+    const Instruction in = instruction(
+        "count", {make_tensor(0, DType::i8, {1, 200}), make_tensor(256, DType::i32, {1, 8})},
+        count_attrs(3, accumulate));
     const TopLevel t = top_level(in, levels[0]);
     REQUIRE(t.plan.pieces.size() == 2);
     CHECK(t.plan.pieces[1].attrs == count_attrs(3, true));

@@ -49,11 +49,26 @@ TEST_CASE("the attribute layout the hand cases below rely on") {
   const OpDef& elt = ops().get("eltwise");
   REQUIRE(elt.attributes.size() == 1);
   CHECK(elt.attributes[0].values ==
-        std::vector<std::string>{"add", "sub", "mul", "div", "max", "min"});
+        std::vector<std::string>{"add", "sub", "mul", "div", "max", "min", "pow", "mod", "fmod"});
   const OpDef& a = ops().get("activation");
   REQUIRE(a.attributes.size() == 3);
-  CHECK(a.attributes[0].values == std::vector<std::string>{"relu", "leaky_relu", "sigmoid", "tanh",
-                                                           "gelu", "exp", "log", "sqrt", "rsqrt"});
+  CHECK(a.attributes[0].values == std::vector<std::string>{"relu",       "leaky_relu",
+                                                           "sigmoid",    "tanh",
+                                                           "gelu",       "exp",
+                                                           "log",        "sqrt",
+                                                           "rsqrt",      "erf",
+                                                           "abs",        "neg",
+                                                           "floor",      "ceil",
+                                                           "round",      "sign",
+                                                           "reciprocal", "softplus",
+                                                           "softsign",   "elu",
+                                                           "celu",       "thresholded_relu",
+                                                           "sin",        "cos",
+                                                           "tan",        "asin",
+                                                           "acos",       "atan",
+                                                           "sinh",       "cosh",
+                                                           "asinh",      "acosh",
+                                                           "atanh"});
   CHECK(a.attributes[1].name == "alpha");
   CHECK(a.attributes[1].type == AttrType::real);
   CHECK(attr_to_real(a.attributes[1].default_value) == 0.01);

@@ -12,8 +12,8 @@
 
 #include "isa/decompose/piece.h"
 #include "isa/reference.h"
-#include "tests/common/memory_helpers.h"
 #include "tests/common/instruction_helpers.h"
+#include "tests/common/memory_helpers.h"
 
 using namespace fracsim::isa;
 
@@ -122,7 +122,8 @@ TEST_CASE("conv1d f32: two images, two input channels, pads 1 and 1") {
   std::vector<uint8_t> mem(256, 0);
   put<float>(mem, 0, {1, 2, 3, 4, 5, 1, 1, 1, 1, 1, -1, -2, -3, -4, -5, -1, -1, -1, -1, -1});
   put<float>(mem, 128, {1, 0, -1, 1, 1, 1});
-  run_reference(make("conv1d",
+  run_reference(
+      make("conv1d",
            {make_tensor(0, DType::f32, {2, 1, 2, 5}), make_tensor(128, DType::f32, {1, 1, 2, 3}),
             make_tensor(192, DType::f32, {2, 1, 1, 5})},
            {{"pad_w0", 1}, {"pad_w1", 1}}),
@@ -138,11 +139,11 @@ TEST_CASE("conv3d f32: a 2x2x2 kernel over a 2x2x2 input with one plane of paddi
   put(mem, 0, ramp(8, 1));
   put(mem, 64, ramp(8, 1));
   run_reference(make("conv3d",
-           {make_tensor(0, DType::f32, {1, 1, 1, 2, 2, 2}),
-            make_tensor(64, DType::f32, {1, 1, 1, 2, 2, 2}),
-            make_tensor(128, DType::f32, {1, 1, 1, 2, 1, 1})},
-           {{"pad_d0", 1}}),
-      mem);
+                     {make_tensor(0, DType::f32, {1, 1, 1, 2, 2, 2}),
+                      make_tensor(64, DType::f32, {1, 1, 1, 2, 2, 2}),
+                      make_tensor(128, DType::f32, {1, 1, 1, 2, 1, 1})},
+                     {{"pad_d0", 1}}),
+                mem);
   CHECK(get<float>(mem, 128, 2) == std::vector<float>{70, 204});
 }
 
@@ -152,7 +153,8 @@ TEST_CASE("conv1d on integers accumulates in i32 with wrap-around") {
     put<int8_t>(mem, 0, {-128, -128});   // in [1,1,2,1]
     put<int8_t>(mem, 64, {-128, -128});  // w [1,1,2,1]
     put<int32_t>(mem, 128, {std::numeric_limits<int32_t>::max() - 32768 + 1});
-    run_reference(make("conv1d",
+    run_reference(
+        make("conv1d",
              {make_tensor(0, DType::i8, {1, 1, 2, 1}), make_tensor(64, DType::i8, {1, 1, 2, 1}),
               make_tensor(128, DType::i32, {1, 1, 1, 1})},
              {{"accumulate", 1}}),
@@ -162,7 +164,8 @@ TEST_CASE("conv1d on integers accumulates in i32 with wrap-around") {
   SUBCASE("i16: three products of 2^30 wrap to -2^30") {
     put<int16_t>(mem, 0, {-32768, -32768, -32768});   // in [1,1,1,3]
     put<int16_t>(mem, 64, {-32768, -32768, -32768});  // w [1,1,1,3]
-    run_reference(make("conv1d",
+    run_reference(
+        make("conv1d",
              {make_tensor(0, DType::i16, {1, 1, 1, 3}), make_tensor(64, DType::i16, {1, 1, 1, 3}),
               make_tensor(128, DType::i32, {1, 1, 1, 1})},
              {}),
@@ -178,7 +181,8 @@ TEST_CASE("max pool ignores padding, also when every input is negative") {
   std::vector<float> in(9);
   for (int i = 0; i < 9; ++i) in[i] = static_cast<float>(-(i + 1));
   put(mem, 0, in);
-  run_reference(make("pool2d",
+  run_reference(
+      make("pool2d",
            {make_tensor(0, DType::f32, {1, 1, 3, 3}), make_tensor(64, DType::f32, {1, 1, 4, 4})},
            {{"fn", fn_index("pool2d", "max")},
             {"kernel_h", 2},
@@ -229,7 +233,8 @@ TEST_CASE("avg pool on integers rounds half to even") {
   }
   SUBCASE("i8: 5 with one pad counted is 2.5 -> 2; 7 is 3.5 -> 4") {
     put<int8_t>(mem, 0, {5, 7});
-    run_reference(make("pool1d",
+    run_reference(
+        make("pool1d",
              {make_tensor(0, DType::i8, {1, 2, 1}), make_tensor(64, DType::i8, {1, 2, 1})},
              {{"fn", fn_index("pool1d", "avg")},
               {"kernel_w", 2},
@@ -248,15 +253,15 @@ TEST_CASE("pool3d: max and mean of a 2x2x2 block, f32 and i8") {
     const std::map<std::string, int64_t> attrs = {
         {"fn", fn_index("pool3d", fn)}, {"kernel_d", 2}, {"kernel_h", 2}, {"kernel_w", 2}};
     run_reference(make("pool3d",
-             {make_tensor(0, DType::f32, {1, 1, 2, 2, 2}),
-              make_tensor(64, DType::f32, {1, 1, 1, 1, 1})},
-             attrs),
-        mem);
+                       {make_tensor(0, DType::f32, {1, 1, 2, 2, 2}),
+                        make_tensor(64, DType::f32, {1, 1, 1, 1, 1})},
+                       attrs),
+                  mem);
     run_reference(make("pool3d",
-             {make_tensor(32, DType::i8, {1, 1, 2, 2, 2}),
-              make_tensor(96, DType::i8, {1, 1, 1, 1, 1})},
-             attrs),
-        mem);
+                       {make_tensor(32, DType::i8, {1, 1, 2, 2, 2}),
+                        make_tensor(96, DType::i8, {1, 1, 1, 1, 1})},
+                       attrs),
+                  mem);
     // Mean 36/8 = 4.5: f32 exactly, i8 half to even -> 4.
     CHECK(get<float>(mem, 64, 1)[0] == (fn == std::string("max") ? 8.0f : 4.5f));
     CHECK(get<int8_t>(mem, 96, 1)[0] == (fn == std::string("max") ? 8 : 4));
@@ -270,7 +275,8 @@ TEST_CASE("a dilated pool window that covers only padding gives 0") {
   put<float>(mem, 0, {-5});
   put<float>(mem, 64, {99});
   for (const char* fn : {"max", "avg"}) {
-    run_reference(make("pool1d",
+    run_reference(
+        make("pool1d",
              {make_tensor(0, DType::f32, {1, 1, 1}), make_tensor(64, DType::f32, {1, 1, 1})},
              {{"fn", fn_index("pool1d", fn)},
               {"kernel_w", 3},
@@ -288,7 +294,8 @@ TEST_CASE("lrn against a separate double-precision computation") {
   std::vector<uint8_t> mem(256, 0);
   SUBCASE("size 3, alpha 0.5, beta 0.75, bias 2, in [1,5,1,2]") {
     put<float>(mem, 0, {1.0f, -2.0f, 0.5f, 3.0f, -1.5f, 0.25f, 2.0f, -0.5f, 1.25f, 1.0f});
-    run_reference(make("lrn",
+    run_reference(
+        make("lrn",
              {make_tensor(0, DType::f32, {1, 5, 1, 2}), make_tensor(64, DType::f32, {1, 5, 1, 2})},
              {{"size", 3},
               {"alpha", real_to_attr(0.5)},
@@ -306,7 +313,8 @@ TEST_CASE("lrn against a separate double-precision computation") {
   }
   SUBCASE("the ONNX defaults (size 5, alpha 1e-4, beta 0.75, bias 1), in [1,6,1,1]") {
     put<float>(mem, 0, {3.0f, -7.5f, 12.0f, 0.5f, -20.0f, 9.0f});
-    run_reference(make("lrn",
+    run_reference(
+        make("lrn",
              {make_tensor(0, DType::f32, {1, 6, 1, 1}), make_tensor(64, DType::f32, {1, 6, 1, 1})},
              {}),
         mem);

@@ -6,7 +6,12 @@
 // double, for float16 and double alike; NaN equals NaN), integers exactly (fracsim's i32
 // indices against ONNX's int64).
 //
-// usage: onnx_conformance [--config FILE] [--expected LIST] [--only LIST] [DIR...]
+// usage: onnx_conformance [-m CONFIG] [--expected LIST] [--only LIST] [DIR...]
+//   -m CONFIG  the machine: a shipped config's name (tiny, f1, f100, scale/leaves-0004) or a
+//              YAML file (default tiny; --config FILE is the same). A case whose program needs
+//              more root memory than that machine has runs on the smallest shipped config (by
+//              root-memory capacity, then leaves) that holds it, and its line ends
+//              "(on NAME: needs N bytes of root memory)".
 //   DIR      a case directory or a directory of them (default: the libonnx-testdata node tests)
 //   --expected LIST  case names that must pass: exit 1 naming each one that does not
 //   --only LIST      run only the cases named in LIST
@@ -115,9 +120,38 @@ struct Outcome {
   std::string detail;
 };
 
+Outcome check_case(const onnx::ModelProto& model, const fs::path& data, const isa::Program& program,
+                   const sim::MachineSpec& spec);
+
 std::string number(double v) { return fmt::format("{:.9g}", v); }
 
-Outcome run_case(const fs::path& dir, const sim::MachineSpec& spec) {
+// The shipped configs (configs/*.yaml and configs/scale/*.yaml), smallest root memory first.
+struct Shipped {
+  std::string name;
+  sim::MachineSpec spec;
+};
+const std::vector<Shipped>& shipped_configs() {
+  static const std::vector<Shipped> all = [] {
+    std::vector<Shipped> out;
+    const fs::path root = fs::path(FRACSIM_SOURCE_DIR) / "configs";
+    for (const fs::path& dir : {root, root / "scale"})
+      for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().extension() == ".yaml") {
+          const std::string name = fs::relative(e.path(), root).replace_extension().string();
+          out.push_back({name, sim::load_machine_spec(e.path().string())});
+        }
+    std::sort(out.begin(), out.end(), [](const Shipped& a, const Shipped& b) {
+      const uint64_t ca = a.spec.root.memory.capacity, cb = b.spec.root.memory.capacity;
+      if (ca != cb) return ca < cb;
+      if (a.spec.leaves() != b.spec.leaves()) return a.spec.leaves() < b.spec.leaves();
+      return a.name < b.name;
+    });
+    return out;
+  }();
+  return all;
+}
+
+Outcome run_case(const fs::path& dir, const sim::MachineSpec& machine) {
   const fs::path model_path = dir / "model.onnx";
   std::ifstream in(model_path, std::ios::binary);
   onnx::ModelProto model;
@@ -141,6 +175,30 @@ Outcome run_case(const fs::path& dir, const sim::MachineSpec& spec) {
   } catch (const ConfigError& e) {
     return {"unsupported", e.what()};
   }
+  const sim::MachineSpec* chosen = &machine;
+  std::string on;
+  if (program.footprint > machine.root.memory.capacity) {
+    chosen = nullptr;
+    for (const Shipped& c : shipped_configs())
+      if (c.spec.root.memory.capacity >= program.footprint) {
+        chosen = &c.spec;
+        on = fmt::format("(on {}: needs {} bytes of root memory)", c.name, program.footprint);
+        break;
+      }
+    if (!chosen)
+      return {"unsupported", fmt::format("needs {} bytes of root memory, more than any shipped "
+                                         "config has",
+                                         program.footprint)};
+  }
+  const sim::MachineSpec& spec = *chosen;
+  Outcome result = check_case(model, data, program, spec);
+  if (!on.empty()) result.detail = result.detail.empty() ? on : result.detail + " " + on;
+  return result;
+}
+
+Outcome check_case(const onnx::ModelProto& model, const fs::path& data, const isa::Program& program,
+                   const sim::MachineSpec& spec) {
+  const isa::OpTable& ops = isa::OpTable::builtin();
   sim::RunResult run;
   try {
     run = sim::simulate(spec, ops, program, sim::Mode::functional);
@@ -209,13 +267,14 @@ int run_all(int argc, char** argv) {
   std::vector<fs::path> roots;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if ((a == "--config" || a == "--expected" || a == "--only") && i + 1 < argc) {
+    if ((a == "-m" || a == "--config" || a == "--expected" || a == "--only") && i + 1 < argc) {
       const std::string v = argv[++i];
-      if (a == "--config") config = v;
+      if (a == "-m" || a == "--config")
+        config = fs::exists(v) ? v : std::string(FRACSIM_SOURCE_DIR) + "/configs/" + v + ".yaml";
       if (a == "--expected") expected = read_list(v);
       if (a == "--only") only = read_list(v);
     } else if (!a.empty() && a[0] == '-') {
-      std::cerr << "usage: onnx_conformance [--config FILE] [--expected LIST] [--only LIST] "
+      std::cerr << "usage: onnx_conformance [-m CONFIG] [--expected LIST] [--only LIST] "
                    "[DIR...]\n";
       return 2;
     } else {

@@ -69,6 +69,10 @@ TEST_CASE("every workload in workloads/ runs in timing mode on f1.yaml and f100.
       {"knn", {2820187, 560590, 1257285, 557522}},
       {"kmeans", {1136660, 538576, 992054, 607146}},
       {"sort", {331674, 83650, 303930, 76575}},
+      // torchvision exports (scripts/export_torchvision): PyTorch's own graphs.
+      {"resnet18", {1757491, 820420, 641508, 382912}},
+      {"mobilenetv2-tv", {971002, 832156, 624849, 723098}},
+      {"vit-b16", {25506201, 6177811, 17206921, 4337395}},
   };
   std::set<std::string> found;
   for (const auto& e : std::filesystem::directory_iterator(kRoot + "/workloads")) {
