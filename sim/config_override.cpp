@@ -177,7 +177,8 @@ MachineSpec load_machine_spec(const std::string& path,
     for (size_t i = targets.size(); i-- > 0;)
       if (!e.key().empty() && covers(targets[i], e.key()))
         throw ConfigError(
-            fmt::format("{}: --set {}: {}: {}", path, overrides[i].text, e.key(), e.detail()));
+            fmt::format("{}: --set {}: {}: {}", path, overrides[i].text, e.key(), e.detail()),
+            e.key(), e.detail());
     // Another key's error may still come from an override (a level renamed to a duplicate).
     std::vector<std::string> texts;
     for (const ConfigOverride& o : overrides) texts.push_back(o.text);

@@ -50,5 +50,6 @@ int cmd_config_check(const Command& self, const std::vector<std::string>& args);
 int cmd_isa_list(const Command& self, const std::vector<std::string>& args);      // isa_command
 int cmd_isa_doc(const Command& self, const std::vector<std::string>& args);       // isa_command
 int cmd_verify(const Command& self, const std::vector<std::string>& args);        // verify_command
+int cmd_sweep(const Command& self, const std::vector<std::string>& args);         // sweep_command
 
 }  // namespace fracsim::cli
