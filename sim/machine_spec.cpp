@@ -205,4 +205,8 @@ MachineSpec parse_machine_spec(const std::string& text, const std::string& file)
   return parse_machine_node(load_yaml_string(text, file), file);
 }
 
+MachineSpec parse_machine_yaml(const YAML::Node& doc, const std::string& file) {
+  return parse_machine_node(doc, file);
+}
+
 }  // namespace fracsim::sim

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
 
 #include "isa/decompose/cost_model.h"
@@ -111,5 +112,7 @@ struct MachineSpec {
 // Parse and validate; ConfigError naming file, line and key on any mistake.
 MachineSpec load_machine_spec(const std::string& path);
 MachineSpec parse_machine_spec(const std::string& text, const std::string& file);
+// The same from a YAML document already read from `file` (and perhaps changed: --set).
+MachineSpec parse_machine_yaml(const YAML::Node& doc, const std::string& file);
 
 }  // namespace fracsim::sim

@@ -187,15 +187,19 @@ uint64_t parse_quantity_text(const std::string& text, QuantityKind kind, const s
 
 uint64_t parse_quantity(const YAML::Node& node, QuantityKind kind, const std::string& file,
                         const std::string& key) {
-  int line = yaml_line(node);
-  std::string where =
-      line > 0 ? fmt::format("{}:{}: {}", file, line, key) : fmt::format("{}: {}", file, key);
+  const int line = yaml_line(node);
   if (!node.IsScalar()) {
     const KindInfo& info = kind_info(kind);
-    throw quantity_error(
-        where, fmt::format("expected {} such as '{}', got a list or map", info.noun, info.example));
+    throw config_error_at(
+        file, line, key,
+        fmt::format("expected {} such as '{}', got a list or map", info.noun, info.example));
   }
-  return parse_quantity_text(node.Scalar(), kind, where);
+  // The message without a place, then the place: the error names its key (ConfigError::key).
+  try {
+    return parse_quantity_text(node.Scalar(), kind, "");
+  } catch (const ConfigError& e) {
+    throw config_error_at(file, line, key, e.what());
+  }
 }
 
 std::string format_quantity(uint64_t value, QuantityKind kind) {

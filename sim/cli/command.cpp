@@ -75,10 +75,14 @@ const std::vector<Command>& commands() {
        "compile a workload (.yaml, .onnx) to a binary program", cmd_compile},
       {"asm", "IN.fasm|- -o OUT.fbin", "assemble a text program", cmd_asm},
       {"disasm", "IN.fbin [-o OUT.fasm]", "disassemble a binary program", cmd_disasm},
-      {"config check", "CONFIG", "check a machine config and print its shape", cmd_config_check},
+      {"config check", "CONFIG [--set KEY=VALUE]...", "check a machine config and print its shape",
+       cmd_config_check},
       {"isa list", "", "one line per op of the instruction set", cmd_isa_list},
       {"isa doc", "[-o FILE]", "the op reference in Markdown (isa/README.md is its output)",
        cmd_isa_doc},
+      {"sweep",
+       "SPEC [-j N | --slurm [--partition P] [--no-wait]] [--out DIR] [--plots] | --gather DIR",
+       "run a sweep of machines, overrides, workloads and batches; one CSV row per run", cmd_sweep},
       {"verify", "--unit matrix|vector|sort [options]",
        "run directed and random vectors through an RTL unit and the reference", cmd_verify},
       {"help", "[COMMAND]", "list the commands, or describe one", cmd_help},
@@ -107,6 +111,14 @@ std::optional<po::variables_map> parse_command_line(const Command& self,
         fmt::format("fracsim {}: {} (see 'fracsim {} --help')", self.name, e.what(), self.name));
   }
   return vm;
+}
+
+void add_set_option(po::options_description& options, std::vector<std::string>& sets) {
+  options.add_options()(
+      "set", po::value(&sets)->composing(),
+      "KEY=VALUE: override a key of the machine config (repeatable), KEY a path into its YAML "
+      "(levels[1].fanout=8, levels.core.memory.capacity=256 KiB: a list entry by index or by "
+      "name), VALUE with its unit, checked as the file's own values are");
 }
 
 int dispatch(int argc, char** argv) {

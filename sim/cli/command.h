@@ -33,6 +33,11 @@ std::optional<boost::program_options::variables_map> parse_command_line(
     boost::program_options::options_description options,
     const boost::program_options::positional_options_description& positional = {});
 
+// --set KEY=VALUE, repeatable: overrides of the machine config, declared once for every command
+// that reads one (run, config check, sweep); `sets` collects them in order.
+void add_set_option(boost::program_options::options_description& options,
+                    std::vector<std::string>& sets);
+
 // Runs `fracsim ARGS...`: the command named by argv[1] (and argv[2] for two-word commands).
 int dispatch(int argc, char** argv);
 
@@ -45,5 +50,6 @@ int cmd_config_check(const Command& self, const std::vector<std::string>& args);
 int cmd_isa_list(const Command& self, const std::vector<std::string>& args);      // isa_command
 int cmd_isa_doc(const Command& self, const std::vector<std::string>& args);       // isa_command
 int cmd_verify(const Command& self, const std::vector<std::string>& args);        // verify_command
+int cmd_sweep(const Command& self, const std::vector<std::string>& args);         // sweep_command
 
 }  // namespace fracsim::cli

@@ -1,4 +1,4 @@
-// `fracsim config check CONFIG`: loads a machine config and prints its shape.
+// `fracsim config check CONFIG [--set KEY=VALUE]...`: loads a machine config and prints its shape.
 #include <iostream>
 #include <string>
 #include <vector>
@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "sim/cli/command.h"
+#include "sim/config_override.h"
 #include "sim/machine_spec.h"
 #include "sim/units.h"
 
@@ -15,13 +16,17 @@ namespace fracsim::cli {
 
 int cmd_config_check(const Command& self, const std::vector<std::string>& args) {
   std::string path;
+  std::vector<std::string> sets;
   po::options_description opts;
   opts.add_options()("config", po::value(&path)->required(),
                      "CONFIG: the machine config (.yaml) (positional)");
+  add_set_option(opts, sets);
   po::positional_options_description pos;
   pos.add("config", 1);
   if (!parse_command_line(self, args, opts, pos)) return 0;
-  const sim::MachineSpec spec = sim::load_machine_spec(path);
+  std::vector<sim::ConfigOverride> overrides;
+  for (const std::string& s : sets) overrides.push_back(sim::parse_override(s));
+  const sim::MachineSpec spec = sim::load_machine_spec(path, overrides);
   std::cout << fmt::format("{}: machine {}: {} levels below the root, {} leaves\n", path, spec.name,
                            spec.levels.size(), spec.leaves());
   std::cout << fmt::format(

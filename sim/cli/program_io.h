@@ -12,6 +12,9 @@
 
 namespace fracsim::cli {
 
+// Whether `path` names a workload (.yaml, .yml, .onnx) rather than a compiled program.
+bool is_workload_path(const std::string& path);
+
 // A workload by its extension: .yaml/.yml (the workload format) or .onnx.
 compiler::Workload load_workload_file(const std::string& path,
                                       const compiler::CompileOptions& options = {});

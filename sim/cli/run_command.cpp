@@ -13,6 +13,7 @@
 #include "isa/error.h"
 #include "sim/cli/command.h"
 #include "sim/cli/program_io.h"
+#include "sim/config_override.h"
 #include "sim/layer_report.h"
 #include "sim/machine.h"
 #include "sim/machine_spec.h"
@@ -28,6 +29,7 @@ namespace {
 // The flags of `fracsim run`, as given.
 struct RunFlags {
   std::string config, workload, mode = "timing", out_dir, trace, backend, batch, layers;
+  std::vector<std::string> sets;
   bool no_fold = false;
 };
 
@@ -39,6 +41,7 @@ po::options_description run_options(RunFlags& f) {
   add("workload,w", po::value(&f.workload)->required(),
       "the program: a workload (.yaml, .onnx; compiled on the fly), a binary (.fbin) or an "
       "assembly text (.fasm)");
+  add_set_option(opts, f.sets);
   add("mode", po::value(&f.mode)->default_value(f.mode), "functional or timing");
   add("backend", po::value(&f.backend),
       "leaf backend, model or rtl, instead of the config's (rtl: integer matmul/conv, vector "
@@ -100,7 +103,9 @@ int cmd_run(const Command& self, const std::vector<std::string>& args) {
   }
 
   const isa::OpTable& ops = isa::OpTable::builtin();
-  sim::MachineSpec spec = sim::load_machine_spec(f.config);
+  std::vector<sim::ConfigOverride> overrides;
+  for (const std::string& s : f.sets) overrides.push_back(sim::parse_override(s));
+  sim::MachineSpec spec = sim::load_machine_spec(f.config, overrides);
   if (!f.backend.empty()) override_backend(spec, f.backend);
   const isa::Program program = load_program(f.workload, ops, compile);
   if (f.out_dir.empty())
