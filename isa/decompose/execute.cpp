@@ -25,7 +25,7 @@ void run_level(const OpDef& op, const OpTable& ops, const Instruction& instr, Me
       execute_reference(op, lp.local, lm);
       ++st.leaf_runs;
     } else {
-      ParallelSplit ps = parallel(op, ops, lp.local, b.fanout, lp.bytes);
+      ParallelSplit ps = parallel(op, ops, lp.local, b.fanout, lp.bytes, b.model, b.level);
       FRACSIM_ASSERT(lp.bytes + ps.scratch_bytes <= b.bytes, "piece overflows its budget");
       for (const Instruction& child : ps.children)
         run_level(op, ops, child, lm, levels, level + 1, st);

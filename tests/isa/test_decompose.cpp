@@ -18,6 +18,7 @@
 #include <cstring>
 #include <random>
 
+#include "isa/decompose/cost_model.h"
 #include "isa/decompose/execute.h"
 #include "isa/decompose/localize.h"
 #include "isa/decompose/parallel.h"
@@ -270,13 +271,43 @@ void check_equal(const OpDef& op, const Case& c, const std::vector<uint8_t>& got
   CHECK_MESSAGE(mismatches == 0, op.name, " ", tensor_str(out));
 }
 
+// A cost model of the random levels, for the `search` policy: each level's sub-block as its
+// memory, unit sizes that the random shapes straddle.
+CostModel search_model(const std::vector<NodeBudget>& levels) {
+  std::vector<LevelCost> lc;
+  for (size_t l = 0; l < levels.size(); ++l) {
+    LevelCost c;
+    c.name = levels[l].where;
+    c.capacity = levels[l].bytes;
+    c.fanout = levels[l].fanout;
+    c.leaf = l + 1 == levels.size();
+    c.bytes_per_cycle = 16;
+    c.latency_cycles = 10;
+    for (auto& m : c.unit.matrix) m = {4, 4};
+    c.unit.lanes = 8;
+    c.unit.width = 4;
+    lc.push_back(c);
+  }
+  return CostModel(Policy::search, lc);
+}
+
 void property(const OpDef& op, size_t row, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  int split_serially = 0, split_across_children = 0, reduced = 0;
+  int split_serially = 0, split_across_children = 0, reduced = 0, searched = 0;
   const int cases = property_cases();
   for (int i = 0; i < cases; ++i) {
     Case c = random_case(op, rng, row);
     std::vector<NodeBudget> levels = random_levels(rng, op, c);
+    // Every third case is decomposed by the search policy instead of halving.
+    const bool search = i % 3 == 2;
+    const CostModel model = search_model(levels);
+    if (search) {
+      ++searched;
+      for (size_t l = 0; l < levels.size(); ++l) {
+        levels[l].model = &model;
+        levels[l].level = static_cast<int>(l);
+      }
+    }
     std::vector<uint8_t> want = c.memory, got = c.memory;
     execute_reference(op, c.instr, MemoryView{want.data(), want.size()});
     DecompositionStats st;
@@ -287,6 +318,7 @@ void property(const OpDef& op, size_t row, uint64_t seed) {
     for (size_t o = 0; o < op.operands.size(); ++o)
       if (op.operands[o].role == OperandRole::out)
         check_equal(op, c, got, want, st.reductions > 0 || op.reassociates, c.instr.operands[o]);
+    if (search) continue;  // the counts below are of the halving cases
     split_serially += st.pieces > static_cast<int64_t>(levels.size());
     split_across_children += st.leaf_runs > 1;
     reduced += st.reductions > 0;
@@ -298,11 +330,13 @@ void property(const OpDef& op, size_t row, uint64_t seed) {
     }
   }
   // The random budgets and fan-outs really exercise the decomposer.
-  CHECK(split_serially > cases / 2);
-  CHECK(split_across_children > cases / 2);
+  const int halved = cases - searched;
+  CHECK(searched > 0);
+  CHECK(split_serially > halved / 2);
+  CHECK(split_across_children > halved / 2);
   bool has_reduce = false;
   for (const DimDef& d : op.dims) has_reduce = has_reduce || d.kind == DimKind::reduce;
-  if (has_reduce) CHECK(reduced > cases / 10);
+  if (has_reduce) CHECK(reduced > halved / 10);
 }
 
 }  // namespace
