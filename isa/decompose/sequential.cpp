@@ -180,10 +180,20 @@ std::vector<int64_t> searched_tiling(const OpDef& op, const OpTable& ops, const 
     return model.tiling_cycles(budget.level, op, ops, instr, t);
   };
   double best_t = time(best);
+  auto pieces = [&](const std::vector<int64_t>& t) {
+    double n = 1;
+    for (size_t d = 0; d < nd; ++d)
+      n *= static_cast<double>(ext[d] == 0 ? 1 : ceil_div(ext[d], t[d]));
+    return n;
+  };
+  // More pieces must gain a share of the time: below it the estimate cannot tell them apart,
+  // and each piece costs simulation time, at an inner node times every piece below it.
+  const double more_pieces = budget.fanout == 1 ? 0.02 : 0.10;
   auto better = [&](const std::vector<int64_t>& t) {
     if (t == best || !legal(t)) return false;
     const double tt = time(t);
-    if (!(tt < best_t * (1 - 1e-9)) || cost(t) > limit) return false;
+    const double gain = pieces(t) > pieces(best) ? more_pieces : 1e-9;
+    if (!(tt < best_t * (1 - gain)) || cost(t) > limit) return false;
     best = t;
     best_t = tt;
     return true;

@@ -303,7 +303,7 @@ TEST_CASE(
       CAPTURE(machine);
       const BackendPair p = run_both(machine, "tests/rtl/int_vector.fasm", mode);
       CHECK(has(p.rtl.out, machine == "tiny" ? "  cycles        4802 at 1 GHz"
-                                             : "  cycles        2035 at 1 GHz"));
+                                             : "  cycles        2033 at 1 GHz"));
       if (mode == "functional") {
         for (const char* line :
              {"output e i8[64,100]: all 6400 elements match", "output g i8[64,100]: all 6400",
@@ -312,7 +312,7 @@ TEST_CASE(
               "output w i32[300]: all 300", "outputs match the reference"})
           CHECK(has(p.rtl.out, line));
       }
-      CHECK(leaf_total(p.rtl_stats, "rtl_vector_instructions") == (machine == "tiny" ? 32 : 288));
+      CHECK(leaf_total(p.rtl_stats, "rtl_vector_instructions") == (machine == "tiny" ? 32 : 280));
       CHECK(leaf_total(p.model_stats, "rtl_vector_instructions") == 0);
     }
   }
@@ -409,7 +409,7 @@ TEST_CASE(
       CAPTURE(mode);
       const BackendPair p = run_both(machine, "tests/rtl/resnet50_conv3x3.fasm", mode);
       CHECK(has(p.rtl.out, machine == "tiny" ? "  cycles        120301 at 1 GHz"
-                                             : "  cycles        2272 at 1 GHz"));
+                                             : "  cycles        2026 at 1 GHz"));
       if (mode == "functional")
         CHECK(has(p.rtl.out,
                   "output res2a_2b i32[1,64,14,14]: all 12544 elements match the reference bit "
