@@ -305,9 +305,7 @@ void OnnxImporter::import_gather(const Node& n) {
   if (axis < 0) axis += rank;
   auto c = constants_.find(n.input(1));
   if (c == constants_.end() || input_values_.count(n.input(1)))
-    throw error(n, fmt::format("input '{}' (indices) must be a constant (gathering at data "
-                               "indices is not supported)",
-                               n.input(1)));
+    return import_gather_index(n, false);
   std::vector<int64_t> idx = constant_ints(n, 1, "indices");
   const Shape ishape = tensor_shape(c->second);
   for (int64_t& k : idx) {
