@@ -122,6 +122,7 @@ class OnnxImporter {
   void import_gather(const Node& n);
   void import_pad(const Node& n);
   void import_arg(const Node& n, bool largest);
+  void import_arg_last(const Node& n, const NodeAttrs& a, bool largest);
   // onnx_logic_nodes.cpp.
   void import_cast(const Node& n, bool like);
   void import_compare(const Node& n, const std::string& fn);
