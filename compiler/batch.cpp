@@ -89,6 +89,9 @@ std::optional<std::string> BatchTracker::reason(const Workload& w, const Layer& 
       if (std::find(l.axes.begin(), l.axes.end(), 0) != l.axes.end())
         return std::string("it reduces over dim 0, which carries the batch");
       return std::nullopt;
+    case LayerKind::gather_index:
+      if (l.axis == 0) return std::string("it gathers along dim 0, which carries the batch");
+      return std::nullopt;
     case LayerKind::topk:
       if (axis(l.axis) == 0) return std::string("it sorts along dim 0, which carries the batch");
       return std::nullopt;
@@ -117,6 +120,8 @@ std::optional<std::string> BatchTracker::reason(const Workload& w, const Layer& 
       return std::nullopt;
     case LayerKind::add:
     case LayerKind::eltwise:
+    case LayerKind::compare:
+    case LayerKind::select:
       for (size_t i = 0; i < l.inputs.size(); ++i) {
         if (in(i) && rank(i) != out_rank) return moved(i);
         if (auto why = meets(i)) return why;
@@ -180,6 +185,8 @@ std::set<std::string> weight_inputs(const Workload& w) {
         break;
       case LayerKind::add:
       case LayerKind::eltwise:
+      case LayerKind::compare:
+      case LayerKind::select:
         for (const std::string& t : l.inputs)
           if (w.tensor(t).shape.size() < out_rank) weights.insert(t);
         break;

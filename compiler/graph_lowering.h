@@ -99,6 +99,10 @@ class GraphLowering {
   void lower_slice(const Layer& l);
   void lower_gather(const Layer& l);
   void lower_pad(const Layer& l);
+  // convert, compare and select: one instruction over the inputs broadcast to the output.
+  void lower_elementwise(const Layer& l);
+  // The gather op over the input seen [P0, P1, A, Q0, Q1] around the axis.
+  void lower_gather_index(const Layer& l);
   void lower_layernorm_stats(const Layer& l, const View& x);
 
   // A weight with given contents: a constant the lowering needs (gemm's alpha, a zero bias).

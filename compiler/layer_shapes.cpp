@@ -79,6 +79,14 @@ std::string_view layer_kind_name(LayerKind k) {
       return "gather";
     case LayerKind::pad:
       return "pad";
+    case LayerKind::convert:
+      return "convert";
+    case LayerKind::compare:
+      return "compare";
+    case LayerKind::select:
+      return "select";
+    case LayerKind::gather_index:
+      return "gather_index";
   }
   return "?";
 }

@@ -101,6 +101,12 @@ void GraphLowering::lower_layer(const Layer& l) {
       return lower_gather(l);
     case LayerKind::pad:
       return lower_pad(l);
+    case LayerKind::convert:
+    case LayerKind::compare:
+    case LayerKind::select:
+      return lower_elementwise(l);
+    case LayerKind::gather_index:
+      return lower_gather_index(l);
   }
 }
 

@@ -25,6 +25,7 @@ std::optional<isa::DType> dtype_from_onnx(int32_t elem_type) {
     case onnx::TensorProto::INT8:
       return isa::DType::i8;
     case onnx::TensorProto::UINT8:
+    case onnx::TensorProto::BOOL:  // a u8 holding 0 or 1
       return isa::DType::u8;
     case onnx::TensorProto::UINT16:
       return isa::DType::u16;
@@ -522,6 +523,24 @@ void OnnxImporter::import_node(const Node& n) {
        [](OnnxImporter& im, const Node& n) { im.import_reduce_composite(n, "exp", "log"); }},
       {"ArgMax", [](OnnxImporter& im, const Node& n) { im.import_arg(n, true); }},
       {"ArgMin", [](OnnxImporter& im, const Node& n) { im.import_arg(n, false); }},
+      {"Cast", [](OnnxImporter& im, const Node& n) { im.import_cast(n, false); }},
+      {"CastLike", [](OnnxImporter& im, const Node& n) { im.import_cast(n, true); }},
+      {"Equal", [](OnnxImporter& im, const Node& n) { im.import_compare(n, "eq"); }},
+      {"Less", [](OnnxImporter& im, const Node& n) { im.import_compare(n, "lt"); }},
+      {"Greater", [](OnnxImporter& im, const Node& n) { im.import_compare(n, "gt"); }},
+      {"LessOrEqual", [](OnnxImporter& im, const Node& n) { im.import_compare(n, "le"); }},
+      {"GreaterOrEqual", [](OnnxImporter& im, const Node& n) { im.import_compare(n, "ge"); }},
+      {"And", [](OnnxImporter& im, const Node& n) { im.import_logic(n, "and"); }},
+      {"Or", [](OnnxImporter& im, const Node& n) { im.import_logic(n, "or"); }},
+      {"Xor", [](OnnxImporter& im, const Node& n) { im.import_logic(n, "xor"); }},
+      {"Not", [](OnnxImporter& im, const Node& n) { im.import_logic(n, "not"); }},
+      {"Where", [](OnnxImporter& im, const Node& n) { im.import_where(n); }},
+      {"GatherElements", [](OnnxImporter& im, const Node& n) { im.import_gather_index(n, true); }},
+      {"Trilu", [](OnnxImporter& im, const Node& n) { im.import_trilu(n); }},
+      {"Split", [](OnnxImporter& im, const Node& n) { im.import_split(n); }},
+      {"NegativeLogLikelihoodLoss",
+       [](OnnxImporter& im, const Node& n) { im.import_nll(n, false); }},
+      {"SoftmaxCrossEntropyLoss", [](OnnxImporter& im, const Node& n) { im.import_nll(n, true); }},
   };
   auto op = kOps.find(n.op_type());
   if (op == kOps.end() && fold_ops().count(n.op_type())) {

@@ -122,6 +122,17 @@ class OnnxImporter {
   void import_gather(const Node& n);
   void import_pad(const Node& n);
   void import_arg(const Node& n, bool largest);
+  void import_arg_last(const Node& n, const NodeAttrs& a, bool largest);
+  // onnx_logic_nodes.cpp.
+  void import_cast(const Node& n, bool like);
+  void import_compare(const Node& n, const std::string& fn);
+  void import_logic(const Node& n, const std::string& op);
+  void import_where(const Node& n);
+  void import_gather_index(const Node& n, bool elements);
+  void import_trilu(const Node& n);
+  void import_split(const Node& n);
+  // onnx_loss_nodes.cpp: NegativeLogLikelihoodLoss, with softmax SoftmaxCrossEntropyLoss.
+  void import_nll(const Node& n, bool softmax);
   // A composition's pieces: a constant scalar "<output>.<suffix>" of `dtype`; a layer
   // "<output>.<suffix>" (the node's output itself when suffix is empty) of kind/fn over
   // `inputs` broadcast; the tensor `name`, input of the node or constant, as a workload tensor.

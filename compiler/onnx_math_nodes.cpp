@@ -305,9 +305,7 @@ void OnnxImporter::import_gather(const Node& n) {
   if (axis < 0) axis += rank;
   auto c = constants_.find(n.input(1));
   if (c == constants_.end() || input_values_.count(n.input(1)))
-    throw error(n, fmt::format("input '{}' (indices) must be a constant (gathering at data "
-                               "indices is not supported)",
-                               n.input(1)));
+    return import_gather_index(n, false);
   std::vector<int64_t> idx = constant_ints(n, 1, "indices");
   const Shape ishape = tensor_shape(c->second);
   for (int64_t& k : idx) {
@@ -386,8 +384,7 @@ namespace fracsim::compiler {
 void OnnxImporter::import_arg(const Node& n, bool largest) {
   NodeAttrs a(*this, n, {"axis", "keepdims", "select_last_index"});
   check_outputs(n, 1);
-  if (a.get_int("select_last_index", 0) != 0)
-    throw error(n, "attribute 'select_last_index' = 1 is not supported (ties give the first)");
+  if (a.get_int("select_last_index", 0) != 0) return import_arg_last(n, a, largest);
   const TensorDesc x =
       data(n, 0, {isa::DType::f32, isa::DType::i32, isa::DType::i16, isa::DType::i8});
   const int64_t rank = static_cast<int64_t>(x.shape.size());
@@ -408,6 +405,45 @@ void OnnxImporter::import_arg(const Node& n, bool largest) {
   isa::Shape out = x.shape;
   out.erase(out.begin() + axis);
   add_layer(n, LayerKind::reshape, {indices}, isa::DType::i32, out);
+}
+
+// select_last_index = 1: the extreme value along the axis (reduce max or min), the mask of
+// the elements equal to it (compare eq), their indices where it holds and -1 elsewhere
+// (select of an i32 iota), and the largest of those (reduce max): the last index of the
+// extreme. A NaN equals nothing, so a row whose extreme is NaN gives -1.
+void OnnxImporter::import_arg_last(const Node& n, const NodeAttrs& a, bool largest) {
+  const TensorDesc x = data(n, 0, {isa::DType::f32, isa::DType::i32});
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  int64_t axis = a.get_int("axis", 0);
+  if (axis < -rank || axis >= rank)
+    throw error(n, fmt::format("attribute 'axis' = {} is out of range for rank {}", axis, rank));
+  if (axis < 0) axis += rank;
+  const bool keepdims = a.get_int("keepdims", 1) != 0;
+  isa::Shape kept = x.shape, out = x.shape;
+  kept[axis] = 1;
+  out.erase(out.begin() + axis);
+  const std::string name = n.output(0);
+  Layer& m = add_layer(n, LayerKind::reduce, {x.name}, x.dtype, kept, name + ".extreme");
+  m.fn = largest ? "max" : "min";
+  m.axes = {axis};
+  const std::string extreme = m.name;
+  Layer& e =
+      add_layer(n, LayerKind::compare, {x.name, extreme}, isa::DType::u8, x.shape, name + ".mask");
+  e.fn = "eq";
+  const std::string mask = e.name;
+  HostTensor iota{onnx::TensorProto::INT32, isa::Shape(static_cast<size_t>(rank - axis), 1), {}};
+  iota.shape[0] = x.shape[axis];
+  for (int64_t k = 0; k < x.shape[axis]; ++k) iota.v.push_back(static_cast<long double>(k));
+  const std::string iota_name = name + ".indices";
+  constants_[iota_name] = to_proto(iota, iota_name);
+  const std::string none = scalar_constant(n, "none", -1, isa::DType::i32);
+  const std::string at = name + ".at";
+  add_layer(n, LayerKind::select,
+            {mask, data_by_name(n, iota_name).name, data_by_name(n, none).name}, isa::DType::i32,
+            x.shape, at);
+  Layer& r = add_layer(n, LayerKind::reduce, {at}, isa::DType::i32, keepdims ? kept : out);
+  r.fn = "max";
+  r.axes = {axis};
 }
 
 }  // namespace fracsim::compiler

@@ -61,7 +61,12 @@ enum class LayerKind {
   activation,   // the activation op's `fn` (with `alpha`) on any shape
   slice,        // a strided view: output index i reads input index starts + i * steps
   gather,       // copies along `axis` of the input at the constant `indices`
-  pad           // the input in a tensor filled with `alpha`, from the offsets `padding`
+  pad,          // the input in a tensor filled with `alpha`, from the offsets `padding`
+  convert,      // the input converted to the output's dtype
+  compare,      // fn is eq, ne, lt, gt, le or ge over two inputs broadcast: a u8 of 0 or 1
+  select,       // inputs cond (u8), a, b broadcast: a where cond != 0, else b
+  gather_index  // inputs x and indices (data): along `axis` of x, ONNX's Gather when `flat_axis`
+                // (the indices' dims replace the axis), else GatherElements (same rank)
 };
 
 std::string_view layer_kind_name(LayerKind k);

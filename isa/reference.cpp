@@ -104,6 +104,7 @@ const semantics::ReferenceTable& reference_table() {
     semantics::register_window(t);
     semantics::register_reduction(t);
     semantics::register_ordering(t);
+    semantics::register_conversion(t);
     return t;
   }();
   return table;

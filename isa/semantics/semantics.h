@@ -1,7 +1,7 @@
 // Shared pieces of the reference semantics (isa/reference.h): typed element access on a flat
 // memory, dtype dispatch, the rounding helpers every family uses, and the registration of each
 // family's ops. One file per family: linear.cpp, elementwise.cpp, window.cpp, reduction.cpp,
-// ordering.cpp.
+// ordering.cpp, conversion.cpp.
 #pragma once
 
 #include <algorithm>
@@ -31,6 +31,7 @@ void register_elementwise(ReferenceTable& t);
 void register_window(ReferenceTable& t);
 void register_reduction(ReferenceTable& t);
 void register_ordering(ReferenceTable& t);
+void register_conversion(ReferenceTable& t);
 
 template <typename T>
 T load(MemoryView mem, const TensorRef& t, int64_t off) {

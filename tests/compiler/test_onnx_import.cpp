@@ -58,15 +58,17 @@ std::string import_error(const OnnxModelBuilder& b) {
 }
 
 const char* kSupported =
-    "Abs, Acos, Acosh, Add, ArgMax, ArgMin, Asin, Asinh, Atan, Atanh, AveragePool, "
-    "BatchNormalization, Ceil, Celu, Clip, Concat, Constant, Conv, ConvTranspose, Cos, Cosh, "
-    "Div, Dropout, Elu, Erf, Exp, Expand, Flatten, Floor, Gather, Gemm, GlobalAveragePool, "
-    "GlobalMaxPool, HardSigmoid, HardSwish, Identity, LRN, LayerNormalization, LeakyRelu, "
-    "Log, LogSoftmax, MatMul, Max, MaxPool, Mean, Min, Mod, Mul, Neg, PRelu, Pad, Pow, "
-    "Reciprocal, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp, ReduceMax, ReduceMean, "
-    "ReduceMin, ReduceSum, ReduceSumSquare, Relu, Reshape, Round, Selu, Sigmoid, Sign, Sin, "
-    "Sinh, Slice, Softmax, Softplus, Softsign, Sqrt, Squeeze, Sub, Sum, Tan, Tanh, "
-    "ThresholdedRelu, TopK, Transpose, Unsqueeze";
+    "Abs, Acos, Acosh, Add, And, ArgMax, ArgMin, Asin, Asinh, Atan, Atanh, AveragePool, "
+    "BatchNormalization, Cast, CastLike, Ceil, Celu, Clip, Concat, Constant, Conv, ConvTranspose, "
+    "Cos, Cosh, Div, Dropout, Elu, Equal, Erf, Exp, Expand, Flatten, Floor, Gather, "
+    "GatherElements, Gemm, GlobalAveragePool, GlobalMaxPool, Greater, GreaterOrEqual, "
+    "HardSigmoid, HardSwish, Identity, LRN, LayerNormalization, LeakyRelu, Less, LessOrEqual, "
+    "Log, LogSoftmax, MatMul, Max, MaxPool, Mean, Min, Mod, Mul, Neg, NegativeLogLikelihoodLoss, "
+    "Not, Or, PRelu, Pad, Pow, Reciprocal, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp, "
+    "ReduceMax, ReduceMean, ReduceMin, ReduceSum, ReduceSumSquare, Relu, Reshape, Round, Selu, "
+    "Sigmoid, Sign, Sin, Sinh, Slice, Softmax, SoftmaxCrossEntropyLoss, Softplus, Softsign, "
+    "Split, Sqrt, Squeeze, Sub, Sum, Tan, Tanh, ThresholdedRelu, TopK, Transpose, Trilu, "
+    "Unsqueeze, Where, Xor";
 
 }  // namespace
 
@@ -251,8 +253,8 @@ TEST_CASE("what the front end does not support is an error naming file, node, op
         std::string("m.onnx: node 'n1' (Foo): op Foo is not supported (fracsim imports ") +
             kSupported + ")");
   // An unnamed node is named by its index.
-  CHECK(import_error(unary("Trilu", ""))
-            .rfind("m.onnx: node 0 (Trilu): op Trilu is not supported", 0) == 0);
+  CHECK(import_error(unary("Hardmax", ""))
+            .rfind("m.onnx: node 0 (Hardmax): op Hardmax is not supported", 0) == 0);
   {
     OnnxModelBuilder b = unary("MaxPool", "pool1");
     auto& n = *b.model().graph().node().begin();
@@ -281,9 +283,30 @@ TEST_CASE("what the front end does not support is an error naming file, node, op
     b.output("y", type, {4});
     return b;
   };
-  CHECK(import_error(binary(onnx::TensorProto::BOOL, "Add")) ==
-        "m.onnx: node 'e' (Add): input 'x' has dtype BOOL, which the ISA lacks (it has f32, f16, "
-        "bf16, i32, i16, i8, u8, u16, u32, u64, i64, f64)");
+  CHECK(import_error(binary(onnx::TensorProto::STRING, "Add")) ==
+        "m.onnx: node 'e' (Add): input 'x' has dtype STRING, which the ISA lacks (it has f32, "
+        "f16, bf16, i32, i16, i8, u8, u16, u32, u64, i64, f64)");
+  // Bool is a u8 of 0 or 1: the comparisons and logic ops take it.
+  CHECK(import_error(binary(onnx::TensorProto::BOOL, "Xor")) == "no error");
+  CHECK(import_error(binary(onnx::TensorProto::FLOAT, "And")) ==
+        "m.onnx: node 'e' (And): input 'x' has dtype f32; this op takes u8");
+  {
+    OnnxModelBuilder b;
+    b.input("x", kFloat, {4}).output("y", onnx::TensorProto::STRING, {4});
+    onnx::NodeProto& n = b.node("Cast", {"x"}, {"y"}, "c");
+    set_attr(n, "to", int64_t{onnx::TensorProto::STRING});
+    CHECK(import_error(b) ==
+          "m.onnx: node 'c' (Cast): a cast to STRING is not supported (the convert op has f32, "
+          "f16, f64, i32, i64, i8, i16, u8 and bool)");
+  }
+  {
+    OnnxModelBuilder b;
+    b.input("x", kFloat, {2, 3}).input("i", onnx::TensorProto::INT64, {2, 4});
+    b.node("GatherElements", {"x", "i"}, {"y"}, "g");
+    b.output("y", kFloat, {2, 4});
+    CHECK(import_error(b) ==
+          "m.onnx: node 'g' (GatherElements): indices [2,4] exceed the input [2,3] in dim 1");
+  }
   // The ISA's eltwise has u16 rows for max and min only, and i8 add saturates where ONNX wraps.
   CHECK(import_error(binary(onnx::TensorProto::UINT16, "Add")) ==
         "m.onnx: node 'e' (Add): input 'x' has dtype u16; this op takes f32, i32, u8");

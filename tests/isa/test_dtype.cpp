@@ -217,11 +217,13 @@ TEST_CASE("a dtype row with `only:` holds for its fn values alone; messages say 
                                       rank6(128, DType::u16, {2})};
   CHECK(bind_error(instruction("eltwise", u16, {kMax})) == "no error");
   CHECK(bind_error(instruction("eltwise", u16, {kAdd})) ==
-        "t: eltwise: dtype combination (u16,u16,u16) is accepted only with fn = max or min");
+        "t: eltwise: dtype combination (u16,u16,u16) is accepted only with fn = max or min or mod "
+        "or fmod");
   const std::vector<TensorRef> f64 = {rank6(0, DType::f64, {2}), rank6(64, DType::f64, {2}),
                                       rank6(128, DType::f64, {2})};
   CHECK(bind_error(instruction("eltwise", f64, {kDiv})) ==
-        "t: eltwise: dtype combination (f64,f64,f64) is accepted only with fn = max or min");
+        "t: eltwise: dtype combination (f64,f64,f64) is accepted only with fn = max or min or mod "
+        "or fmod");
   const std::vector<TensorRef> bf16 = {rank6(0, DType::bf16, {2}), rank6(64, DType::bf16, {2}),
                                        rank6(128, DType::bf16, {2})};
   CHECK(bind_error(instruction("eltwise", bf16, {kMax})) ==
