@@ -84,6 +84,9 @@ struct LevelSpec {
   ControllerSpec controller;
   MemorySpec memory;  // this node's local memory
   LinkSpec link;      // to the parent's memory
+  // Outputs a node writes back stay in its tensor permutation table (resident where its last
+  // pieces left them), so that a later instruction reading the same view hits.
+  bool keep_outputs = true;
   // Leaf level only.
   bool is_leaf = false;
   MatrixUnitSpec matrix;

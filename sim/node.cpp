@@ -389,7 +389,7 @@ void Node::ex_step() {
             sc_core::next_trigger(q.children_done.done);
             return;
           }
-          dispatch_end();
+          dispatch_end(*st.piece);
           st.step = kDone;
           break;
         case kDone:

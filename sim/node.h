@@ -185,10 +185,10 @@ class Node : public sc_core::sc_module {
   // What each stage is holding, for the error of a run that stops making progress.
   std::string describe_busy() const;
 
- private:
   struct Piece;
   struct Pipeline;
 
+ private:
   // Makes the stage processes and the queues between them. A folded run builds pools larger
   // than it turns out to need (the MLP on 4096 leaves leaves 16 of 42 pool nodes idle), so a
   // node's pipeline is made at its first instruction rather than at elaboration.
@@ -236,7 +236,7 @@ class Node : public sc_core::sc_module {
   // EX of an inner node (node_dispatch.cpp): the children's instructions, folded when allowed,
   // handed to the children; dispatch_end() after they have all finished.
   void dispatch(const Piece& p);
-  void dispatch_end();
+  void dispatch_end(const Piece& p);
   NodeShape child_shape(size_t child) const;
   // The plan of a child's instruction (cached by congruence, so usually a translation).
   std::shared_ptr<const InstructionPlan> child_plan(const isa::OpDef& op,

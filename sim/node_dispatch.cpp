@@ -21,15 +21,7 @@
 #include "sim/node_piece.h"
 
 namespace fracsim::sim {
-namespace {
-
-struct ChildClass {
-  std::vector<int> members;  // child indices; members[0] is simulated
-  std::shared_ptr<const InstructionPlan> plan;
-  SegmentLayout layout;
-};
-
-}  // namespace
+using ChildClass = Node::Pipeline::ChildClass;
 
 std::shared_ptr<const InstructionPlan> Node::child_plan(const isa::OpDef& op,
                                                         const isa::Instruction& instr,
@@ -130,6 +122,7 @@ void Node::dispatch(const Piece& p) {
 
   Pipeline& q = *pipe_;
   q.runners = std::move(runners);
+  q.classes = classes;
   q.round = MachineTree::FoldRound{};
   for (const ChildClass& k : classes) {
     q.round.reps.push_back(child[k.members[0]]);
@@ -146,11 +139,30 @@ void Node::dispatch(const Piece& p) {
   }
 }
 
-void Node::dispatch_end() {
+void Node::dispatch_end(const Piece& p) {
   Pipeline& q = *pipe_;
   if (ctx_.fold) ctx_.pools[level_ + 1].insert(q.runners.begin(), q.runners.end());
   q.runners.clear();
   ctx_.tree->unfold(q.round);
+  const LevelSpec& below = ctx_.spec->levels[level_ + 1];
+  if (below.keep_outputs) {
+    // Every child still holds the out tiles of its last pieces: its table keeps them, at the
+    // views of its own instruction (a member's are its class's moved by its operands' offsets).
+    MachineTree& tree = *ctx_.tree;
+    const std::vector<isa::Instruction>& instrs = p.split.children;
+    for (const ChildClass& k : q.classes) {
+      const isa::Instruction& first = instrs[k.members[0]];
+      const std::vector<HeldOutput> held =
+          held_outputs(*p.op, *k.plan, k.layout, below.controller.pipeline_depth);
+      for (int m : k.members)
+        for (HeldOutput h : held) {
+          h.view.address +=
+              instrs[m].operands[h.operand].address - first.operands[h.operand].address;
+          tree.tpt(tree.child(p.tree_node, m)).keep(h.view, h.local, h.bytes);
+        }
+    }
+  }
+  q.classes.clear();
 }
 
 }  // namespace fracsim::sim

@@ -79,7 +79,14 @@ struct Node::Pipeline {
   Completion* completion = nullptr;
   size_t next_piece = 0;
 
-  // EX of an inner node: the simulated children running this piece's classes.
+  // EX of an inner node: the classes of children of this piece (members[0] simulated, its plan
+  // and layout those of every member) and the simulated children running them.
+  struct ChildClass {
+    std::vector<int> members;  // child indices
+    std::shared_ptr<const InstructionPlan> plan;
+    SegmentLayout layout;
+  };
+  std::vector<ChildClass> classes;
   std::vector<Node*> runners;
   MachineTree::FoldRound round;
 
