@@ -51,6 +51,7 @@ LinkSpec read_link(ConfigMapping& parent) {
   LinkSpec link;
   link.bandwidth = m.quantity("bandwidth", QuantityKind::bandwidth, std::nullopt, true);
   link.latency = m.quantity("latency", QuantityKind::time, 0, false);
+  link.multicast = m.boolean("multicast", false);
   parent.put("link", m.finish());
   return link;
 }

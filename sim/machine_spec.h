@@ -30,6 +30,9 @@ struct MemorySpec {
 struct LinkSpec {
   uint64_t bandwidth = 0;  // bytes per second
   uint64_t latency = 0;    // picoseconds
+  // The siblings' links are one shared medium: bytes several of them load for one piece of
+  // their parent are read from the parent's memory once and delivered to all (a broadcast).
+  bool multicast = false;
 };
 
 struct MatrixShape {
