@@ -32,6 +32,18 @@ std::string ConfigMapping::text(const std::string& key,
   return value;
 }
 
+bool ConfigMapping::boolean(const std::string& key, bool fallback) {
+  bool value = fallback;
+  if (auto node = given(key, true)) {
+    const std::string s = scalar_string(*node, map_.file(), map_.key_path(key));
+    if (s != "true" && s != "false")
+      throw map_.error(key, fmt::format("expected true or false, got '{}'", s));
+    value = s == "true";
+  }
+  json_[key] = value;
+  return value;
+}
+
 int ConfigMapping::integer(const std::string& key, std::optional<int64_t> fallback, int64_t min) {
   int64_t value = 0;
   if (auto node = given(key, fallback.has_value())) {

@@ -33,6 +33,8 @@ class ConfigMapping {
   std::string text(const std::string& key, const std::optional<std::string>& fallback);
   // An integer in [min, INT_MAX]; required when `fallback` is empty.
   int integer(const std::string& key, std::optional<int64_t> fallback, int64_t min);
+  // true or false.
+  bool boolean(const std::string& key, bool fallback);
   // A quantity with a unit; `positive` rejects zero (a capacity or bandwidth of nothing).
   uint64_t quantity(const std::string& key, QuantityKind kind, std::optional<uint64_t> fallback,
                     bool positive);

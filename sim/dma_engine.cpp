@@ -19,12 +19,13 @@ DmaEngine::~DmaEngine() {
 }
 
 void DmaEngine::begin(Channel channel, uint64_t bytes, uint64_t span_begin, uint64_t span_end,
-                      uint64_t copies, int route) {
+                      uint64_t copies, int route, bool latency) {
   Batch& b = batch_[channel];
   FRACSIM_ASSERT(b.step == Step::idle, "{}: a batch began on a busy channel", name());
   b.step = Step::start;
   b.bytes = bytes;
   b.cycles = 0;
+  b.latency = latency ? latency_cycles_ : 0;
   // The payload carries no data: timing only. Data moves through DMI (parent_view).
   b.ext.link_bandwidth = link_bandwidth_;
   b.ext.copies = copies;
@@ -49,8 +50,8 @@ bool DmaEngine::advance(Channel channel) {
           return true;
         }
         b.step = Step::data;
-        if (latency_cycles_ > 0) {
-          sc_core::next_trigger(sc_core::sc_time::from_value(latency_cycles_ * period_ps_));
+        if (b.latency > 0) {
+          sc_core::next_trigger(sc_core::sc_time::from_value(b.latency * period_ps_));
           return false;
         }
         break;
@@ -77,7 +78,7 @@ bool DmaEngine::advance(Channel channel) {
         // The stage holds the channel to the end of the cycle in which the last byte arrives.
         const uint64_t data_ps = sc_core::sc_time_stamp().value() - b.t_data;
         const uint64_t data_cycles = (data_ps + period_ps_ - 1) / period_ps_;
-        b.cycles = latency_cycles_ + data_cycles;
+        b.cycles = b.latency + data_cycles;
         b.step = Step::round;
         if (data_cycles * period_ps_ > data_ps) {
           sc_core::next_trigger(sc_core::sc_time::from_value(data_cycles * period_ps_ - data_ps));

@@ -41,8 +41,10 @@ class DmaEngine : public sc_core::sc_module {
   // Starts one batch of `bytes` on `channel` touching [span_begin, span_end) of the parent
   // memory on behalf of `copies` identical nodes; `route` names the parent memory when the
   // engine is bound to an Interconnect. The channel must be idle.
+  // `latency`: false for a batch that directly follows another of the same load (its
+  // descriptors were issued with the first's).
   void begin(Channel channel, uint64_t bytes, uint64_t span_begin, uint64_t span_end,
-             uint64_t copies, int route);
+             uint64_t copies, int route, bool latency = true);
   // Moves the channel's batch on, from inside the SC_METHOD that began it: true when it is done
   // (cycles() then holds its node cycles), false after setting the method's next trigger.
   bool advance(Channel channel);
@@ -54,7 +56,7 @@ class DmaEngine : public sc_core::sc_module {
   enum class Step { idle, start, data, end, round };
   struct Batch {
     Step step = Step::idle;
-    uint64_t bytes = 0, t_data = 0, cycles = 0;
+    uint64_t bytes = 0, t_data = 0, cycles = 0, latency = 0;
     TransferExtension ext;
     tlm::tlm_generic_payload gp;
     unsigned char unused = 0;

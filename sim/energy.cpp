@@ -49,14 +49,14 @@ std::vector<LevelActions> run_actions(const MachineSpec& spec, const RunResult& 
     a.lfu_elements = t[Counter::lfu_elements];
     // Loads by this level write its memories; write-backs read them. The level below does the
     // reverse: its loads read these memories and its write-backs write them.
-    a.memory_write_bytes = t[Counter::load_bytes];
+    a.memory_write_bytes = t[Counter::load_bytes] + t[Counter::broadcast_bytes];
     a.memory_read_bytes = t[Counter::store_bytes];
     if (l + 1 < n) {
       a.memory_read_bytes += totals[l + 1][Counter::load_bytes];
       a.memory_write_bytes += totals[l + 1][Counter::store_bytes];
     } else {
       // The leaf's units read the operands it loaded and write the results it writes back.
-      a.memory_read_bytes += t[Counter::load_bytes];
+      a.memory_read_bytes += t[Counter::load_bytes] + t[Counter::broadcast_bytes];
       a.memory_write_bytes += t[Counter::store_bytes];
     }
     a.dma_bytes = l == 0 ? 0 : t[Counter::load_bytes] + t[Counter::store_bytes];

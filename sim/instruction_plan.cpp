@@ -176,6 +176,27 @@ std::optional<InstructionPlan> translated_plan(const InstructionPlan& plan,
   return out;
 }
 
+std::vector<HeldOutput> held_outputs(const isa::OpDef& op, const InstructionPlan& plan,
+                                     const SegmentLayout& layout, int depth) {
+  std::vector<HeldOutput> out;
+  const size_t n = plan.pieces.size();
+  for (size_t i = n > static_cast<size_t>(depth) ? n - depth : 0; i < n; ++i) {
+    const isa::Instruction& part = plan.pieces[i];
+    uint64_t at = layout.cyclic_base + (i % depth) * plan.subblock_bytes;
+    for (size_t o = 0; o < op.operands.size(); ++o) {
+      if (std::find(plan.static_operands.begin(), plan.static_operands.end(),
+                    static_cast<int>(o)) != plan.static_operands.end())
+        continue;
+      const isa::TensorRef local = part.operands[o].packed_at(at);
+      const uint64_t bytes = isa::align_up(local.stored_bytes(), isa::kTileAlign);
+      if (op.operands[o].role == isa::OperandRole::out && bytes > 0)
+        out.push_back({static_cast<int>(o), part.operands[o], at, bytes});
+      at += bytes;
+    }
+  }
+  return out;
+}
+
 std::vector<int64_t> congruence_key(const isa::Instruction& instr) {
   std::vector<int64_t> key{instr.opcode, static_cast<int64_t>(instr.attrs.size())};
   key.insert(key.end(), instr.attrs.begin(), instr.attrs.end());

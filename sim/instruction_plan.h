@@ -67,6 +67,19 @@ std::vector<StaticRequest> translated_requests(const InstructionPlan& plan,
                                                const isa::Instruction& from,
                                                const isa::Instruction& to);
 
+// The outputs the node still holds when it has finished `plan`: the out tiles of the pieces whose
+// cyclic sub-block no later piece reuses (the last `depth`), as (view in the parent's memory,
+// local address, tile bytes), in piece order. Tiles lie as Node::make_piece packs them: the
+// non-static operands one after another from the sub-block's base, each aligned to kTileAlign;
+// piece i takes sub-block i % depth.
+struct HeldOutput {
+  int operand = 0;
+  isa::TensorRef view;
+  uint64_t local = 0, bytes = 0;
+};
+std::vector<HeldOutput> held_outputs(const isa::OpDef& op, const InstructionPlan& plan,
+                                     const SegmentLayout& layout, int depth);
+
 // The plan of `to`, an instruction congruent with `from` (same key): `plan` (made for `from`)
 // with each operand's views moved by that operand's address difference. Exact, because slicing
 // moves with the address and the decomposition depends on shapes, strides and overlaps only.

@@ -51,6 +51,7 @@ LinkSpec read_link(ConfigMapping& parent) {
   LinkSpec link;
   link.bandwidth = m.quantity("bandwidth", QuantityKind::bandwidth, std::nullopt, true);
   link.latency = m.quantity("latency", QuantityKind::time, 0, false);
+  link.multicast = m.boolean("multicast", false);
   parent.put("link", m.finish());
   return link;
 }
@@ -114,6 +115,7 @@ LevelSpec read_level(ConfigMapping& m, size_t index, bool last, uint64_t parent_
   spec.controller = read_controller(m, parent_clock, !last);
   spec.memory = read_memory(m);
   spec.link = read_link(m);
+  spec.keep_outputs = m.boolean("keep_outputs", true);
   spec.is_leaf = last;
   if (last) {
     read_leaf(m, spec);

@@ -30,6 +30,9 @@ struct MemorySpec {
 struct LinkSpec {
   uint64_t bandwidth = 0;  // bytes per second
   uint64_t latency = 0;    // picoseconds
+  // The siblings' links are one shared medium: bytes several of them load for one piece of
+  // their parent are read from the parent's memory once and delivered to all (a broadcast).
+  bool multicast = false;
 };
 
 struct MatrixShape {
@@ -84,6 +87,9 @@ struct LevelSpec {
   ControllerSpec controller;
   MemorySpec memory;  // this node's local memory
   LinkSpec link;      // to the parent's memory
+  // Outputs a node writes back stay in its tensor permutation table (resident where its last
+  // pieces left them), so that a later instruction reading the same view hits.
+  bool keep_outputs = true;
   // Leaf level only.
   bool is_leaf = false;
   MatrixUnitSpec matrix;

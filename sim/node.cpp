@@ -172,7 +172,17 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, const isa::Instruction& part
         // Static: loaded with the first piece, unless the permutation table still holds it.
         const size_t s = it - plan_->static_operands.begin();
         local = parent.packed_at(layout_.local[s]);
-        if (first && !layout_.hit[s]) p->loads.push_back({parent, local});
+        const uint8_t role = broadcast_ ? broadcast_->role[s] : uint8_t{Broadcast::kOwn};
+        if (first && !layout_.hit[s] && role == Broadcast::kOwn)
+          p->loads.push_back({parent, local});
+        if (first && !layout_.hit[s] && role != Broadcast::kOwn) {
+          p->broadcast = broadcast_;
+          p->shared.push_back({parent, local});
+          if (role == Broadcast::kLead)
+            p->lead.push_back({parent, local});
+          else
+            p->received_bytes += local.stored_bytes();
+        }
         if (first && layout_.hit[s]) {
           count(*p, Counter::static_hits, 1);
           count(*p, Counter::static_hit_bytes, local.stored_bytes());
@@ -220,22 +230,25 @@ bool Node::batch_done(DmaEngine::Channel channel, const std::vector<isa::Transfe
   if (is_root_) return true;
   if (!dma_->advance(channel)) return false;
   cycles = dma_->cycles(channel);
-  const bool load = channel == DmaEngine::kRead;
+  if (channel == DmaEngine::kRead) {
+    loaded(transfers);
+  } else if (ctx_.functional) {
+    const isa::MemoryView parent = dma_->parent_view(), local = memory_->view();
+    for (const isa::Transfer& t : transfers) isa::copy_tensor(t.local, local, t.parent, parent);
+  }
+  return true;
+}
+
+void Node::loaded(const std::vector<isa::Transfer>& transfers) {
   if (ctx_.functional) {
     const isa::MemoryView parent = dma_->parent_view(), local = memory_->view();
-    for (const isa::Transfer& t : transfers)
-      if (load)
-        isa::copy_tensor(t.parent, parent, t.local, local);
-      else
-        isa::copy_tensor(t.local, local, t.parent, parent);
+    for (const isa::Transfer& t : transfers) isa::copy_tensor(t.parent, parent, t.local, local);
   }
   // What was loaded here replaces what the children's permutation tables hold of it.
-  if (load)
-    for (const isa::Transfer& t : transfers) {
-      const auto s = t.local.byte_span();
-      invalidate_children(s.first, s.second);
-    }
-  return true;
+  for (const isa::Transfer& t : transfers) {
+    const auto s = t.local.byte_span();
+    invalidate_children(s.first, s.second);
+  }
 }
 
 // ID: takes a job, then cuts it into its plan's pieces, each taking a free sub-block of the
@@ -258,6 +271,7 @@ void Node::id_step() {
           plan_ =
               job.plan ? job.plan : std::make_shared<const InstructionPlan>(root_plan(job.instr));
           layout_ = job.layout;
+          broadcast_ = job.broadcast;
           // The pipeline is empty between instructions below the root, so the cyclic segment
           // may move; the root keeps rotating through its sub-blocks.
           if (!is_root_) next_subblock_ = 0;
@@ -317,13 +331,36 @@ void Node::ld_step() {
   guarded([&] {
     Pipeline& q = *pipe_;
     Pipeline::Stage& st = q.stages[kLd];
-    enum { kTake, kHazard, kLoad, kPass };
+    enum { kTake, kHazard, kBroadcast, kAwait, kLoad, kPass };
     while (true) switch (st.step) {
         case kTake:
           if (!q.to_ld.take(st.piece)) return;
           st.t0 = sc_core::sc_time_stamp();
           st.step = kHazard;
           break;
+        case kBroadcast: {
+          // This node's read for its group: the bytes move once, for every receiver.
+          if (!dma_->advance(DmaEngine::kRead)) return;
+          BroadcastRound& round = *st.piece->broadcast->round;
+          if (--round.pending == 0) round.done.notify(sc_core::SC_ZERO_TIME);
+          st.step = kAwait;
+          break;
+        }
+        case kAwait: {
+          // Every broadcast of the round has arrived; then this node's own bytes, whose
+          // descriptors were issued with the broadcast's.
+          const Piece* p = st.piece;
+          if (p->broadcast->round->pending > 0) {
+            sc_core::next_trigger(p->broadcast->round->done);
+            return;
+          }
+          loaded(p->shared);
+          const auto span = parent_span(p->loads);
+          dma_->begin(DmaEngine::kRead, stored_bytes(p->loads), span.first, span.second, p->copies,
+                      p->route, false);
+          st.step = kLoad;
+          break;
+        }
         case kHazard: {
           // Read-after-write: every earlier piece that writes what this one reads must have
           // written back.
@@ -337,6 +374,15 @@ void Node::ld_step() {
           }
           count(*p, Counter::hazard_cycles, cycles_since(st.t0));
           st.t0 = sc_core::sc_time_stamp();
+          if (p->broadcast) {
+            st.step = kAwait;
+            if (p->lead.empty()) break;
+            const auto span = parent_span(p->lead);
+            dma_->begin(DmaEngine::kRead, stored_bytes(p->lead), span.first, span.second,
+                        p->broadcast->lead_copies, p->route);
+            st.step = kBroadcast;
+            break;
+          }
           begin_batch(DmaEngine::kRead, *p, p->loads);
           st.step = kLoad;
           break;
@@ -345,6 +391,11 @@ void Node::ld_step() {
           const Piece* p = st.piece;
           uint64_t cycles = 0;
           if (!batch_done(DmaEngine::kRead, p->loads, cycles)) return;
+          if (p->broadcast) {
+            cycles = cycles_since(st.t0);
+            count(*p, Counter::load_bytes, stored_bytes(p->lead));
+            count(*p, Counter::broadcast_bytes, p->received_bytes);
+          }
           count(*p, Counter::load_cycles, cycles);
           count(*p, Counter::load_bytes, stored_bytes(p->loads));
           trace(kLd, *p, st.t0);
@@ -389,7 +440,7 @@ void Node::ex_step() {
             sc_core::next_trigger(q.children_done.done);
             return;
           }
-          dispatch_end();
+          dispatch_end(*st.piece);
           st.step = kDone;
           break;
         case kDone:

@@ -57,6 +57,24 @@ struct Completion {
   sc_core::sc_event done;
 };
 
+// The broadcasts of one dispatch over a shared medium (link.multicast): the children's first
+// loads start together; those taking part first move the broadcast bytes (each group's leader
+// reads them from the parent's memory once, for all its group), wait until every broadcast of
+// the round has arrived, then load their own bytes.
+struct BroadcastRound {
+  int64_t pending = 0;  // leading classes whose broadcast has not arrived yet
+  sc_core::sc_event done;
+};
+
+// A child's part in a round: per static request of its plan, 0 it loads it itself, 1 it leads
+// the group of children loading that view (reads it once for all), 2 it receives it.
+struct Broadcast {
+  enum Role : uint8_t { kOwn = 0, kLead = 1, kReceive = 2 };
+  std::vector<uint8_t> role;
+  BroadcastRound* round = nullptr;
+  uint64_t lead_copies = 1;  // groups the simulated child leads (the members of its class)
+};
+
 // An instruction handed to a node, with the plan its parent made for it (the root plans its
 // own: `plan` is null there).
 struct Job {
@@ -69,8 +87,17 @@ struct Job {
   int route = 0;        // the parent's memory among those the level's Interconnect reaches
   uint32_t layer = 0;   // the layer (RunResult::layers) of the program instruction it serves
   uint64_t weight = 1;  // tree nodes it stands for in all: copies times the parent's weight
+  std::shared_ptr<const Broadcast> broadcast;  // its part in the parent's broadcasts, if any
 };
 class Node;
+
+// Children of one dispatch that behave alike: members[0] is simulated, its plan and layout those
+// of every member (child indices).
+struct ChildClass {
+  std::vector<int> members;
+  std::shared_ptr<const InstructionPlan> plan;
+  SegmentLayout layout;
+};
 
 // A folded run needed more simulated nodes at a level at once than its pool holds; simulate()
 // starts again with every pool as large as its level.
@@ -185,10 +212,10 @@ class Node : public sc_core::sc_module {
   // What each stage is holding, for the error of a run that stops making progress.
   std::string describe_busy() const;
 
- private:
   struct Piece;
   struct Pipeline;
 
+ private:
   // Makes the stage processes and the queues between them. A folded run builds pools larger
   // than it turns out to need (the MLP on 4096 leaves leaves 16 of 42 pool nodes idle), so a
   // node's pipeline is made at its first instruction rather than at elaboration.
@@ -215,6 +242,9 @@ class Node : public sc_core::sc_module {
                    const std::vector<isa::Transfer>& transfers);
   bool batch_done(DmaEngine::Channel channel, const std::vector<isa::Transfer>& transfers,
                   uint64_t& cycles);
+  // A load's transfers have arrived: copies the data (functional mode) and invalidates what the
+  // children's permutation tables hold of the tiles.
+  void loaded(const std::vector<isa::Transfer>& transfers);
   void trace(int stage, const Piece& p, const sc_core::sc_time& t0);
   // After an instruction's last write-back (WB): its plan's finalize work on the parent's
   // memory, one step at a time; true when all of it is done.
@@ -236,8 +266,11 @@ class Node : public sc_core::sc_module {
   // EX of an inner node (node_dispatch.cpp): the children's instructions, folded when allowed,
   // handed to the children; dispatch_end() after they have all finished.
   void dispatch(const Piece& p);
-  void dispatch_end();
+  void dispatch_end(const Piece& p);
   NodeShape child_shape(size_t child) const;
+  std::vector<std::shared_ptr<const Broadcast>> plan_broadcasts(
+      const isa::OpDef& op, const std::vector<isa::Instruction>& instrs,
+      const std::vector<size_t>& child, std::vector<ChildClass>& classes);
   // The plan of a child's instruction (cached by congruence, so usually a translation).
   std::shared_ptr<const InstructionPlan> child_plan(const isa::OpDef& op,
                                                     const isa::Instruction& instr, size_t child);
@@ -264,6 +297,7 @@ class Node : public sc_core::sc_module {
   int port_ = 0;
   SegmentLayout layout_;
   std::shared_ptr<const InstructionPlan> plan_;
+  std::shared_ptr<const Broadcast> broadcast_;
 
   std::unique_ptr<Pipeline> pipe_;  // null until the first instruction
 };

@@ -21,16 +21,6 @@
 #include "sim/node_piece.h"
 
 namespace fracsim::sim {
-namespace {
-
-struct ChildClass {
-  std::vector<int> members;  // child indices; members[0] is simulated
-  std::shared_ptr<const InstructionPlan> plan;
-  SegmentLayout layout;
-};
-
-}  // namespace
-
 std::shared_ptr<const InstructionPlan> Node::child_plan(const isa::OpDef& op,
                                                         const isa::Instruction& instr,
                                                         size_t child) {
@@ -61,6 +51,80 @@ NodeShape Node::child_shape(size_t child) const {
                    ctx_.tree->path(child),
                    ctx_.model,
                    l};
+}
+
+// Static tiles that several children miss in their tables and load with their first piece,
+// at the same view of this node's memory, are broadcast: the lowest child of each such group
+// reads them for all. Classes are split so that their members play the same parts (a member's
+// part is its class's own: the same plan, layout and roles), each part's class planned for its
+// own first member.
+std::vector<std::shared_ptr<const Broadcast>> Node::plan_broadcasts(
+    const isa::OpDef& op, const std::vector<isa::Instruction>& instrs,
+    const std::vector<size_t>& child, std::vector<ChildClass>& classes) {
+  // Per view (its address, dtype, shape and strides), the (child, request) pairs that load it.
+  std::map<std::vector<int64_t>, std::vector<std::pair<int, size_t>>> loaders;
+  for (const ChildClass& k : classes) {
+    const isa::Instruction& first = instrs[k.members[0]];
+    for (size_t s = 0; s < k.plan->requests.size(); ++s) {
+      if (k.layout.hit[s]) continue;
+      const int o = k.plan->static_operands[s];
+      for (int m : k.members) {
+        isa::TensorRef v = k.plan->requests[s].view;
+        v.address += instrs[m].operands[o].address - first.operands[o].address;
+        std::vector<int64_t> key{static_cast<int64_t>(v.address), static_cast<int64_t>(v.dtype)};
+        key.insert(key.end(), v.shape.begin(), v.shape.end());
+        key.insert(key.end(), v.strides.begin(), v.strides.end());
+        loaders[key].emplace_back(m, s);
+      }
+    }
+  }
+  std::map<int, std::vector<uint8_t>> roles;  // children with a part
+  for (auto& [key, group] : loaders) {
+    if (group.size() < 2) continue;
+    std::sort(group.begin(), group.end());
+    for (size_t g = 0; g < group.size(); ++g) {
+      const auto [m, s] = group[g];
+      std::vector<uint8_t>& r = roles[m];
+      if (r.empty()) {
+        size_t c = 0;
+        while (std::find(classes[c].members.begin(), classes[c].members.end(), m) ==
+               classes[c].members.end())
+          ++c;
+        r.assign(classes[c].plan->requests.size(), Broadcast::kOwn);
+      }
+      r[s] = g == 0 ? Broadcast::kLead : Broadcast::kReceive;
+    }
+  }
+  std::vector<ChildClass> split;
+  std::vector<std::shared_ptr<const Broadcast>> out;
+  if (roles.empty()) return std::vector<std::shared_ptr<const Broadcast>>(classes.size());
+  for (ChildClass& k : classes) {
+    std::vector<std::pair<std::vector<uint8_t>, std::vector<int>>> parts;  // roles -> members
+    for (int m : k.members) {
+      auto it = roles.find(m);
+      std::vector<uint8_t> r = it == roles.end() ? std::vector<uint8_t>() : it->second;
+      size_t i = 0;
+      while (i < parts.size() && parts[i].first != r) ++i;
+      if (i == parts.size()) parts.push_back({r, {}});
+      parts[i].second.push_back(m);
+    }
+    for (auto& [r, members] : parts) {
+      const int f = members.front();
+      auto plan = f == k.members.front() ? k.plan : child_plan(op, instrs[f], child[f]);
+      std::shared_ptr<const Broadcast> b;
+      if (!r.empty()) {
+        auto bc = std::make_shared<Broadcast>();
+        bc->role = r;
+        bc->round = &pipe_->broadcast_round;
+        bc->lead_copies = members.size();
+        b = std::move(bc);
+      }
+      split.push_back({std::move(members), std::move(plan), k.layout});
+      out.push_back(std::move(b));
+    }
+  }
+  classes = std::move(split);
+  return out;
 }
 
 void Node::dispatch(const Piece& p) {
@@ -113,6 +177,16 @@ void Node::dispatch(const Piece& p) {
       }
     }
   }
+  std::vector<std::shared_ptr<const Broadcast>> broadcasts(classes.size());
+  Pipeline& q = *pipe_;
+  q.broadcast_round.pending = 0;
+  if (ctx_.spec->levels[level_ + 1].link.multicast && instrs.size() > 1)
+    broadcasts = plan_broadcasts(op, instrs, child, classes);
+  for (const auto& b : broadcasts)
+    if (b && b->lead_copies > 0 &&
+        std::find(b->role.begin(), b->role.end(), Broadcast::kLead) != b->role.end())
+      ++q.broadcast_round.pending;
+
   // The simulated children: fixed ones, or nodes taken from the level's pool (lowest first).
   std::vector<Node*> runners;
   if (ctx_.fold) {
@@ -128,8 +202,8 @@ void Node::dispatch(const Piece& p) {
     for (const ChildClass& k : classes) runners.push_back(children_[k.members[0]]);
   }
 
-  Pipeline& q = *pipe_;
   q.runners = std::move(runners);
+  q.classes = classes;
   q.round = MachineTree::FoldRound{};
   for (const ChildClass& k : classes) {
     q.round.reps.push_back(child[k.members[0]]);
@@ -142,15 +216,34 @@ void Node::dispatch(const Piece& p) {
     ChildClass& k = classes[c];
     q.runners[c]->submit(Job{instrs[k.members[0]], k.plan, k.layout, q.round.reps[c],
                              k.members.size(), &q.children_done, ctx_.fold ? port_ : 0, p.layer,
-                             p.weight * k.members.size()});
+                             p.weight * k.members.size(), broadcasts[c]});
   }
 }
 
-void Node::dispatch_end() {
+void Node::dispatch_end(const Piece& p) {
   Pipeline& q = *pipe_;
   if (ctx_.fold) ctx_.pools[level_ + 1].insert(q.runners.begin(), q.runners.end());
   q.runners.clear();
   ctx_.tree->unfold(q.round);
+  const LevelSpec& below = ctx_.spec->levels[level_ + 1];
+  if (below.keep_outputs) {
+    // Every child still holds the out tiles of its last pieces: its table keeps them, at the
+    // views of its own instruction (a member's are its class's moved by its operands' offsets).
+    MachineTree& tree = *ctx_.tree;
+    const std::vector<isa::Instruction>& instrs = p.split.children;
+    for (const ChildClass& k : q.classes) {
+      const isa::Instruction& first = instrs[k.members[0]];
+      const std::vector<HeldOutput> held =
+          held_outputs(*p.op, *k.plan, k.layout, below.controller.pipeline_depth);
+      for (int m : k.members)
+        for (HeldOutput h : held) {
+          h.view.address +=
+              instrs[m].operands[h.operand].address - first.operands[h.operand].address;
+          tree.tpt(tree.child(p.tree_node, m)).keep(h.view, h.local, h.bytes);
+        }
+    }
+  }
+  q.classes.clear();
 }
 
 }  // namespace fracsim::sim

@@ -25,6 +25,13 @@ void Node::rd_step() {
             cycles += (elements + controller_.lfu_throughput - 1) / controller_.lfu_throughput;
             if (ctx_.functional)
               isa::execute_reference(ctx_.ops->get(r.opcode), r, memory_->view());
+            // The children's tables may hold what this overwrites (a kept output).
+            const isa::OpDef& rop = ctx_.ops->get(r.opcode);
+            for (size_t o = 0; o < rop.operands.size(); ++o)
+              if (rop.operands[o].role == isa::OperandRole::out) {
+                const auto out = r.operands[o].byte_span();
+                invalidate_children(out.first, out.second);
+              }
           }
           count(*p, Counter::reduce_cycles, cycles);
           st.step = kDone;

@@ -22,6 +22,11 @@ struct Node::Piece {
   isa::Instruction part;                          // the piece, operands in the parent's memory
   isa::Instruction local;                         // the piece, operands in this node's memory
   std::vector<isa::Transfer> loads, stores;
+  // Static tiles of the first piece moved by broadcast (link.multicast): all of them, those
+  // this node reads for its group, and the bytes it receives from another's read.
+  std::shared_ptr<const Broadcast> broadcast;
+  std::vector<isa::Transfer> shared, lead;
+  uint64_t received_bytes = 0;
   isa::ParallelSplit split;  // children's instructions and LFU work (not at a leaf)
   std::vector<std::pair<uint64_t, uint64_t>> reads, writes;  // spans in the parent's memory
   std::vector<std::pair<uint64_t, uint64_t>> local_writes;   // out tiles and scratch, here
@@ -54,7 +59,8 @@ struct Node::Pipeline {
   std::deque<Piece*> in_flight;  // past ID, not yet written back, in order
   sc_core::sc_event written_back;
   Completion children_done;
-  sc_core::sc_event parked;  // never notified: a stage that failed waits on it
+  BroadcastRound broadcast_round;  // EX of an inner node: the children's broadcasts
+  sc_core::sc_event parked;        // never notified: a stage that failed waits on it
 
   // Per stage: where its state machine is (step 0 takes the next piece; at ID, the next job),
   // the piece it holds (for describe_busy too) and when it started on it.
@@ -79,7 +85,9 @@ struct Node::Pipeline {
   Completion* completion = nullptr;
   size_t next_piece = 0;
 
-  // EX of an inner node: the simulated children running this piece's classes.
+  // EX of an inner node: the classes of children of this piece (members[0] simulated, its plan
+  // and layout those of every member) and the simulated children running them.
+  std::vector<ChildClass> classes;
   std::vector<Node*> runners;
   MachineTree::FoldRound round;
 

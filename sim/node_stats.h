@@ -28,6 +28,7 @@ enum class Counter : int {
   sort_ops,                 // leaf: work done by the sort unit
   static_hits,              // static operands found in the tensor permutation table (not loaded)
   static_hit_bytes,         // bytes those hits did not load
+  broadcast_bytes,          // received by a broadcast a sibling's load read from the parent
   rtl_matrix_instructions,  // leaf: instructions run on the Verilated matrix unit (backend rtl)
   rtl_vector_instructions,  // leaf: ... on the Verilated vector unit
   rtl_sort_instructions,    // leaf: ... on the Verilated sort unit
@@ -58,6 +59,8 @@ constexpr std::array<CounterInfo, static_cast<size_t>(Counter::kCount)> kCounter
     {"sort_ops", "ops", "operations done by the sort unit"},
     {"static_hits", "operands", "static operands found resident in the tensor permutation table"},
     {"static_hit_bytes", "bytes", "bytes not loaded thanks to tensor permutation table hits"},
+    {"broadcast_bytes", "bytes",
+     "bytes received by broadcast, read from the parent's memory by a sibling's load"},
     {"rtl_matrix_instructions", "instructions",
      "leaf instructions run on the Verilated matrix unit (backend rtl)"},
     {"rtl_vector_instructions", "instructions",

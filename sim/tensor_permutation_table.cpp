@@ -177,6 +177,18 @@ std::optional<uint64_t> TensorPermutationTable::lookup(const isa::TensorRef& vie
   return std::nullopt;
 }
 
+void TensorPermutationTable::keep(const isa::TensorRef& view, uint64_t local, uint64_t bytes) {
+  const auto span = view.byte_span();
+  invalidate(span.first, span.second);
+  std::vector<Entry>& all = entries();
+  all.erase(std::remove_if(all.begin(), all.end(),
+                           [&](const Entry& e) {
+                             return e.local < local + bytes && local < e.local + e.bytes;
+                           }),
+            all.end());
+  all.push_back(Entry{view, span.first, span.second, local, bytes, ++clock_});
+}
+
 int TensorPermutationTable::invalidate(uint64_t begin, uint64_t end) {
   auto stale = [&](const Entry& e) { return e.span_begin < end && begin < e.span_end; };
   if (!entries_ || std::none_of(entries_->begin(), entries_->end(), stale)) return 0;

@@ -56,6 +56,11 @@ class TensorPermutationTable {
   // The local address of `view` when resident (does not count as a use).
   std::optional<uint64_t> lookup(const isa::TensorRef& view) const;
 
+  // Records that `view` (in the parent's memory) is resident at `local` in `bytes` bytes: an
+  // output the node has just written back and still holds. Entries it makes stale (the same
+  // parent bytes, or the same local bytes) are dropped first.
+  void keep(const isa::TensorRef& view, uint64_t local, uint64_t bytes);
+
   // Drops every entry whose span in the parent memory overlaps [begin, end); returns how many.
   int invalidate(uint64_t begin, uint64_t end);
 

@@ -68,6 +68,25 @@ TEST_CASE("folded and unfolded timing runs of the MLP agree on every scale machi
   }
 }
 
+TEST_CASE("with the data-movement features on, folded and unfolded runs agree") {
+  // Broadcast over shared links (its groups split classes by their part in it) and outputs kept
+  // in the permutation tables, on the MLP up to 256 leaves and the shared-weights program.
+  for (const char* leaves : {"0004", "0016", "0064", "0256"}) {
+    CAPTURE(leaves);
+    MachineSpec spec =
+        load_machine_spec(fmt::format("{}/configs/scale/leaves-{}.yaml", kRoot, leaves));
+    for (LevelSpec& l : spec.levels) {
+      l.link.multicast = true;
+      l.keep_outputs = true;
+    }
+    const RunResult f = simulate(spec, isa::OpTable::builtin(), mlp(), Mode::timing);
+    check_same(f, unfolded(spec, mlp()));
+    uint64_t broadcast = 0;
+    for (const NodeReport& n : f.nodes) broadcast += n.stats[Counter::broadcast_bytes];
+    CHECK(broadcast > 0);
+  }
+}
+
 TEST_CASE("a pool too small for the classes at once is grown, with the same results") {
   // The reduced ResNet-50 on 64 leaves needs more simulated nodes at once than the first pools
   // hold; the run starts again with full pools and still agrees with the unfolded run. The MLP
@@ -141,18 +160,27 @@ levels:
       matrix: {rows: 4, cols: 4}
       vector: {lanes: 8}
 )";
-  const MachineSpec spec = parse_machine_spec(yaml, "w.yaml");
-  const isa::Program p = shared_weights();
-  const RunResult f = simulate(spec, isa::OpTable::builtin(), p, Mode::timing);
-  const RunResult u = unfolded(spec, p);
-  check_same(f, u);
-  uint64_t hits = 0;
-  for (const NodeReport& n : u.nodes) hits += n.stats[Counter::static_hits];
-  CHECK(hits > 0);
-  // And the data is right: the functional run checks every hit against the reference.
-  const RunResult fn = simulate(spec, isa::OpTable::builtin(), p, Mode::functional);
-  CHECK(fn.cycles == u.cycles);
-  CHECK(fn.memory == isa::run_reference(p, isa::OpTable::builtin()));
+  // As written (kept outputs on, point-to-point links), then with both links shared.
+  for (bool multicast : {false, true}) {
+    CAPTURE(multicast);
+    MachineSpec spec = parse_machine_spec(yaml, "w.yaml");
+    for (LevelSpec& l : spec.levels) l.link.multicast = multicast;
+    const isa::Program p = shared_weights();
+    const RunResult f = simulate(spec, isa::OpTable::builtin(), p, Mode::timing);
+    const RunResult u = unfolded(spec, p);
+    check_same(f, u);
+    uint64_t hits = 0, broadcast = 0;
+    for (const NodeReport& n : u.nodes) {
+      hits += n.stats[Counter::static_hits];
+      broadcast += n.stats[Counter::broadcast_bytes];
+    }
+    CHECK(hits > 0);
+    CHECK((broadcast > 0) == multicast);
+    // And the data is right: the functional run checks every hit against the reference.
+    const RunResult fn = simulate(spec, isa::OpTable::builtin(), p, Mode::functional);
+    CHECK(fn.cycles == u.cycles);
+    CHECK(fn.memory == isa::run_reference(p, isa::OpTable::builtin()));
+  }
 }
 
 TEST_CASE("folding agrees on a sort whose runs are merged at every level") {

@@ -144,6 +144,48 @@ TEST_CASE("two siblings loading from one parent memory at once take twice as lon
   }
 }
 
+TEST_CASE("three children loading the same weights over a shared medium: one parent read") {
+  // Main memory 24 GB/s, links 16 GB/s, no latency. matmul a[1,6,16] x b[1,16,2] -> out[1,6,2]
+  // on 3 leaves splits M: each leaf gets a[1,2,16] (128 B, its own), the whole b (128 B, the
+  // same view for all three) and out[1,2,2] (16 B), one piece, a and b static.
+  //   root ID 0 -> 1; leaf ID 1 -> 2
+  //   point to point: three loads of 256 B share the memory, 8 GB/s each (below the link):
+  //       LD 256 / 8 = 32: 2 -> 34; EX ceil(2/4) * ceil(2/4) * 16 + 7 = 23: 34 -> 57;
+  //       WB 3 x 16 B at 8 GB/s: 2: 57 -> 59
+  //   multicast: leaf 0 reads b once for all three, alone on the memory at the link's 16 GB/s:
+  //       128 / 16 = 8: 2 -> 10; then each loads its a, 128 B at 8 GB/s: 16: 10 -> 26;
+  //       EX 26 -> 49; WB 49 -> 51
+  // The memory reads 128 + 3 * 128 = 512 bytes instead of 768.
+  const std::string root = "{capacity: 1 MiB, bandwidth: 24 GB/s}";
+  const isa::Program p =
+      program({matmul(f32(0, {1, 6, 16}), f32(384, {1, 16, 2}), f32(512, {1, 6, 2}))}, 576,
+              f32(512, {1, 6, 2}));
+  for (Mode mode : {Mode::timing, Mode::functional}) {
+    CAPTURE(mode == Mode::timing);
+    for (bool fold : {true, false}) {
+      CAPTURE(fold);
+      RunResult own = run(machine(root, 3, "3 KiB", "{bandwidth: 16 GB/s, multicast: false}"), p,
+                          mode, options(fold));
+      CHECK(own.cycles == 59);
+      for (int leaf : {1, 2, 3}) {
+        CHECK(counter(own, leaf, Counter::load_bytes) == 256);
+        CHECK(counter(own, leaf, Counter::load_cycles) == 32);
+      }
+      RunResult shared = run(machine(root, 3, "3 KiB", "{bandwidth: 16 GB/s, multicast: true}"), p,
+                             mode, options(fold));
+      CHECK(shared.cycles == 51);
+      CHECK(counter(shared, 1, Counter::load_bytes) == 256);
+      CHECK(counter(shared, 1, Counter::broadcast_bytes) == 0);
+      for (int leaf : {2, 3}) {
+        CHECK(counter(shared, leaf, Counter::load_bytes) == 128);
+        CHECK(counter(shared, leaf, Counter::broadcast_bytes) == 128);
+      }
+      for (int leaf : {1, 2, 3}) CHECK(counter(shared, leaf, Counter::load_cycles) == 24);
+      if (mode == Mode::functional) CHECK(shared.memory == isa::run_reference(p, ops()));
+    }
+  }
+}
+
 namespace {
 // out1 = a1 x b, then out2 = a2 x b: the same weights b in both, 8x8 f32 tiles of 256 B.
 isa::Program shared_weights() {

@@ -24,7 +24,12 @@ using namespace fracsim::sim;
 
 namespace {
 
-std::string one_level(int pipeline_depth, const std::string& capacity) {
+// The data-movement features off, as the tests derive their numbers without them unless they
+// say otherwise.
+const std::string kMovementOff = "keep_outputs: false";
+
+std::string one_level(int pipeline_depth, const std::string& capacity,
+                      const std::string& movement = kMovementOff) {
   return fmt::format(R"(machine: one
 decomposer: halving
 root:
@@ -37,11 +42,12 @@ levels:
     pipeline_depth: {}
     memory: {{capacity: {}, bandwidth: 64 GB/s}}
     link: {{bandwidth: 16 GB/s, latency: 10 ns}}
+    {}
     leaf:
       matrix: {{rows: 4, cols: 4}}
       vector: {{lanes: 8}}
 )",
-                     pipeline_depth, capacity);
+                     pipeline_depth, capacity, movement);
 }
 
 // One matmul a[1,M,K] x b[1,K,N] -> out, operands one after another in the main memory.
@@ -140,6 +146,39 @@ TEST_CASE("the functional run computes what the reference computes") {
   std::vector<uint8_t> ref = isa::run_reference(p, isa::OpTable::builtin());
   CHECK(std::equal(ref.begin() + 8192, ref.begin() + 8192 + 9 * 4 * 4, r.memory.begin() + 8192));
   CHECK(std::equal(ref.begin(), ref.end(), r.memory.begin(), r.memory.end()));
+}
+
+TEST_CASE("an output kept in the permutation table is not loaded by the next instruction") {
+  // out = a x b, then out2 = out x b (each [8,8] f32, 256 B; one piece each in 3 KiB).
+  // Instruction 1 as above: root ID 0 -> 1, leaf ID 1 -> 2, LD a + b 2 -> 44, EX 44 -> 83,
+  // WB out 83 -> 109. The root decodes instruction 2 at 1 -> 2, but it reads out, which
+  // instruction 1 writes: its LD waits for that write-back (109), then the leaf:
+  //   ID 109 -> 110
+  //   keep_outputs on:  out is still in the leaf's memory where its piece left it, b is static
+  //                     from instruction 1: both hit, LD moves nothing (0 cycles);
+  //                     EX 39: 110 -> 149; WB out2 26: 149 -> 175
+  //   keep_outputs off: b hits, out is loaded: 256 B, 10 + 16 = 26: 110 -> 136;
+  //                     EX 136 -> 175; WB 175 -> 201
+  isa::Program p = matmul_program(8, 8, 8);
+  isa::Instruction second = p.instructions[0];
+  second.operands[0] = second.operands[2];
+  second.operands[2] = isa::make_tensor(12288, isa::DType::f32, {1, 8, 8});
+  p.instructions.push_back(second);
+  p.footprint = 16384;
+  for (Mode mode : {Mode::timing, Mode::functional}) {
+    RunResult on = run(one_level(3, "3 KiB", "keep_outputs: true"), p, mode);
+    CHECK(on.cycles == 175);
+    CHECK(counter(on, 1, Counter::static_hits) == 2);
+    CHECK(counter(on, 1, Counter::load_bytes) == 512);
+    RunResult off = run(one_level(3, "3 KiB"), p, mode);
+    CHECK(off.cycles == 201);
+    CHECK(counter(off, 1, Counter::static_hits) == 1);
+    CHECK(counter(off, 1, Counter::load_bytes) == 768);
+    if (mode == Mode::functional) {
+      CHECK(on.memory == isa::run_reference(p, isa::OpTable::builtin()));
+      CHECK(off.memory == on.memory);
+    }
+  }
 }
 
 TEST_CASE("a program larger than the main memory is refused with both sizes") {
