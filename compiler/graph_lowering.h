@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +22,10 @@ struct Buffer {
   bool output = false;         // a workload output lives in it: it lives throughout
   double lo = 0, hi = 0;       // inputs and weights: the range of their random contents
   std::vector<uint8_t> bytes;  // inputs and weights with given contents (else random)
+  // Inputs and weights: the index of their random segment's seed (segment_seed), in order of
+  // creation; -1 for a constant only fusion makes, so that it shifts no other seed.
+  int64_t seed_slot = -1;
+  bool dropped = false;  // folded away: no segment, no symbol, no bytes of memory
 };
 
 // A strided view of a buffer: how an operand, or a tensor of the graph, sees it. `offset` is in
@@ -38,6 +43,25 @@ struct View {
       if (shape[i] != 1 && strides[i] != c[i]) return false;
     return true;
   }
+};
+
+// A conv2d or matmul layer and the layers fused into its epilogue (lower_fused.cpp).
+struct FusedChain {
+  const Layer* head = nullptr;
+  const Layer* batchnorm = nullptr;  // folded into the head's weight and bias
+  const Layer* bias_add = nullptr;   // ONNX: an Add of a constant row after a matmul
+  std::string bias_input;
+  const Layer* residual = nullptr;  // an add of another tensor of the output's shape
+  std::string residual_input;
+  const Layer* act = nullptr;
+  const Layer* tail = nullptr;  // the last layer: the chain's output is its tensor
+};
+
+// What a fused instruction does after the sum: the residual and the activation.
+struct Epilogue {
+  std::string act = "none";
+  double alpha = 0.01;
+  const View* res = nullptr;
 };
 
 struct PendingInstruction {
@@ -75,6 +99,17 @@ class GraphLowering {
   void emit(const std::string& op_name, std::vector<View> operands, const AttrValues& values);
 
   void lower_layer(const Layer& l);
+  // lower_fused.cpp: finds the chains, lowers one at its tail, folds batchnorm.
+  void plan_fusion();
+  void lower_fused(const FusedChain& c);
+  void fold_batchnorm(const Layer& bn, int weight, int& bias, const std::vector<int>& stats,
+                      const std::string& bias_name);
+  // The contents of an f32 input or weight: its bytes, or its seeded random values.
+  std::vector<float> values_of(int buffer) const;
+  // The conv2d of `l` (x [N, G*Ci, ...], its weight [F, Ci, k...] and bias [F]) into y; with an
+  // epilogue the fused op, else the conv and an eltwise add of the bias (bias < 0: none).
+  void emit_conv(const Layer& l, const View& x, const View& wsrc, int bias, const View* bias_view,
+                 const View& y, const Epilogue* e);
   void lower_dense(const Layer& l);
   void lower_activation(const Layer& l, const std::string& fn);
   void lower_add(const Layer& l);
@@ -138,6 +173,9 @@ class GraphLowering {
   std::map<std::string, std::pair<std::string, int64_t>> slices_;
   std::map<std::string, int> concat_buffers_;  // concat layer -> its buffer, made on first use
   std::vector<PendingInstruction> pending_;
+  int64_t next_seed_slot_ = 0;
+  std::map<std::string, FusedChain> chains_;  // by the name of the chain's tail
+  std::set<std::string> fused_away_;          // the other layers of chains
   // The name of the layer lower_layer is lowering: every instruction emit appends carries it.
   std::string layer_name_;
 };

@@ -55,13 +55,8 @@ AttrValues window_attrs(const Layer& l, bool dilation = true) {
 // conv1d, conv2d or conv3d by the number of spatial dims; x is [N, G*Ci, spatial...].
 void GraphLowering::lower_conv2d(const Layer& l) {
   View x = dense(l.inputs[0]);
-  const size_t nsp = l.kernel.size();
-  const int64_t n = x.shape[0], c = x.shape[1];
-  const isa::Shape in_sp(x.shape.begin() + 2, x.shape.end());
-  const isa::Shape out_sp(l.output.shape.begin() + 2, l.output.shape.end());
-  const int64_t s_out = isa::num_elements(out_sp);
   const int64_t kk = isa::num_elements(l.kernel);
-  const int64_t g = l.groups, ci = c / g, f = l.filters, co = f / g;
+  const int64_t ci = x.shape[1] / l.groups, f = l.filters;
   int weight = -1, bias = -1;
   View wsrc;
   if (l.inputs.size() > 1) {
@@ -77,6 +72,17 @@ void GraphLowering::lower_conv2d(const Layer& l) {
     if (l.bias) bias = add_weight(l, "bias", {f}, -range, range);
   }
   View y = output_of(l);
+  emit_conv(l, x, wsrc, bias, bias == -2 ? &tensors_.at(l.inputs[2]) : nullptr, y, nullptr);
+}
+
+void GraphLowering::emit_conv(const Layer& l, const View& x, const View& wsrc, int bias,
+                              const View* bias_view, const View& y, const Epilogue* e) {
+  const size_t nsp = l.kernel.size();
+  const int64_t n = x.shape[0], c = x.shape[1];
+  const isa::Shape in_sp(x.shape.begin() + 2, x.shape.end());
+  const isa::Shape out_sp(l.output.shape.begin() + 2, l.output.shape.end());
+  const int64_t s_out = isa::num_elements(out_sp);
+  const int64_t g = l.groups, ci = c / g, f = l.filters, co = f / g;
   auto grouped = [](const View& v, int64_t groups, int64_t per, const isa::Shape& rest) {
     // [A, groups*per, rest...] as [A, groups, per, rest...], by strides.
     const int64_t r = isa::num_elements(rest);
@@ -94,9 +100,22 @@ void GraphLowering::lower_conv2d(const Layer& l) {
   View wv = grouped(View{wsrc.buffer, {1, f}, {0, 1}, wsrc.offset}, g, co, wrest);
   wv.shape.erase(wv.shape.begin());
   wv.strides.erase(wv.strides.begin());
+  if (e) {
+    // The fused op: the bias [F] seen as [G, Co], the residual grouped as the output.
+    const View b = bias_view ? *bias_view : whole(bias);
+    std::vector<View> operands = {
+        in, wv, View{b.buffer, {g, co}, {co * b.strides[0], b.strides[0]}, b.offset}};
+    if (e->res) operands.push_back(grouped(*e->res, g, co, out_sp));
+    operands.push_back(out);
+    AttrValues a = window_attrs(l);
+    a.emplace_back("act", e->act);
+    a.emplace_back("alpha", fmt::format("{}", e->alpha));
+    emit(e->res ? "conv2d_bias_add_act" : "conv2d_bias_act", operands, a);
+    return;
+  }
   emit(fmt::format("conv{}d", nsp), {in, wv, out}, window_attrs(l));
   if (bias == -1) return;
-  View b = bias >= 0 ? whole(bias) : tensors_.at(l.inputs[2]);
+  View b = bias_view ? *bias_view : whole(bias);
   View flat = reshaped(y, {n, f, s_out});
   emit("eltwise", {flat, View{b.buffer, {n, f, s_out}, {0, b.strides[0], 0}, b.offset}, flat},
        {{"fn", "add"}});

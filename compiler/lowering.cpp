@@ -29,6 +29,7 @@ Compilation GraphLowering::run() {
     tensors_[in.name] = whole(b);
   }
   plan_concat_slices();
+  plan_fusion();
   for (const Layer& l : w_.layers) lower_layer(l);
   // An output that is a view of another tensor keeps that tensor's buffer alive throughout.
   for (const std::string& name : w_.outputs) buffers_[tensors_.at(name).buffer].output = true;
@@ -41,6 +42,9 @@ Compilation GraphLowering::run() {
 
 void GraphLowering::lower_layer(const Layer& l) {
   layer_name_ = l.node.empty() ? l.name : l.node;
+  if (fused_away_.count(l.name)) return;
+  auto chain = chains_.find(l.name);
+  if (chain != chains_.end()) return lower_fused(chain->second);
   switch (l.kind) {
     case LayerKind::dense:
       return lower_dense(l);
@@ -117,6 +121,7 @@ int GraphLowering::add_buffer(const TensorDesc& desc, BufferRole role, double lo
   b.output = w_.is_output(desc.name);
   b.lo = lo;
   b.hi = hi;
+  if (role != BufferRole::intermediate) b.seed_slot = next_seed_slot_++;
   buffers_.push_back(std::move(b));
   return static_cast<int>(buffers_.size()) - 1;
 }
@@ -254,7 +259,7 @@ std::vector<TensorLifetime> GraphLowering::lifetimes() const {
     const Buffer& buf = buffers_[b];
     const uint64_t bytes =
         static_cast<uint64_t>(isa::num_elements(buf.desc.shape)) * isa::dtype_size(buf.desc.dtype);
-    TensorLifetime t{buf.desc.name, bytes, 0, last};
+    TensorLifetime t{buf.desc.name, buf.dropped ? 0 : bytes, 0, last};
     if (buf.role == BufferRole::intermediate && !buf.output) {
       t.first = last + 1;
       t.last = -1;
@@ -291,7 +296,7 @@ isa::Program GraphLowering::materialize(const MemoryPlan& plan) const {
   }
   for (size_t b = 0; b < buffers_.size(); ++b) {
     const Buffer& buf = buffers_[b];
-    if (buf.role == BufferRole::intermediate) continue;
+    if (buf.role == BufferRole::intermediate || buf.dropped) continue;
     isa::DataSegment d;
     d.address = plan.tensors()[b].address;
     d.dtype = buf.desc.dtype;
@@ -301,7 +306,8 @@ isa::Program GraphLowering::materialize(const MemoryPlan& plan) const {
       d.bytes = buf.bytes;
     } else {
       d.kind = isa::DataSegment::Kind::random;
-      d.seed = segment_seed(w_.seed, p.data.size());
+      FRACSIM_ASSERT(buf.seed_slot >= 0, "random buffer {} without a seed", buf.desc.name);
+      d.seed = segment_seed(w_.seed, static_cast<uint64_t>(buf.seed_slot));
       d.lo = buf.lo;
       d.hi = buf.hi;
     }

@@ -13,8 +13,10 @@
 // - inputs, weights and outputs (and the buffers outputs are views of) live for the whole
 //   program; intermediates only from their producer to their last reader, through any view, so
 //   their bytes are reused;
-// - data segment i (inputs in declaration order, then each layer's weights in layer order) is
-//   random with seed = workload seed * 1000003 + i, in [-1, 1) for float inputs, [-8, 8] for
+// - data segment i (inputs in declaration order, then each layer's weights in layer order; with
+//   fusion or folding, i counts the weights in the order the lowering makes them, dropped ones
+//   included, and not the constants only fusion makes) is random with
+//   seed = workload seed * 1000003 + i, in [-1, 1) for float inputs, [-8, 8] for
 //   integer inputs, +-1/sqrt(fan-in) for the weights and biases of dense and conv2d layers,
 //   [0.5, 1.5) for batchnorm's scale and var and layernorm's gamma, [-0.5, 0.5) for batchnorm's
 //   bias and mean and layernorm's beta;

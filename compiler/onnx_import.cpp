@@ -51,6 +51,11 @@ std::string onnx_type_name(int32_t elem_type) {
   return onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(elem_type));
 }
 
+// The workload as written, or at options.batch (below).
+Workload import_written_or_batched(const onnx::ModelProto& model, const std::string& file,
+                                   const std::map<std::string, onnx::TensorProto>& input_values,
+                                   const CompileOptions& options);
+
 Workload load_onnx(const std::string& path, const CompileOptions& options) {
   return load_onnx(path, std::map<std::string, onnx::TensorProto>(), options);
 }
@@ -75,6 +80,15 @@ Workload load_onnx(const std::string& path,
 Workload import_onnx(const onnx::ModelProto& model, const std::string& file,
                      const std::map<std::string, onnx::TensorProto>& input_values,
                      const CompileOptions& options) {
+  Workload w = import_written_or_batched(model, file, input_values, options);
+  w.fuse = options.fuse;
+  w.fold_batchnorm = options.fold_batchnorm;
+  return w;
+}
+
+Workload import_written_or_batched(const onnx::ModelProto& model, const std::string& file,
+                                   const std::map<std::string, onnx::TensorProto>& input_values,
+                                   const CompileOptions& options) {
   if (!options.batch) return OnnxImporter(model, file, input_values).run();
   BatchTracker tracker(*options.batch);
   const Workload written = OnnxImporter(model, file, input_values, &tracker).run();

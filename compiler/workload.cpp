@@ -395,14 +395,22 @@ namespace {
 // The workload as written, or at options.batch: read once to find the tensors that carry the
 // batch (refusing the layers it cannot pass), then again with the inputs at the batch, so that
 // shape inference carries it through; the second reading must scale as the first says.
-Workload parse_at_batch(const std::function<YAML::Node()>& load, const std::string& file,
-                        const CompileOptions& options) {
+Workload parse_written_or_batched(const std::function<YAML::Node()>& load, const std::string& file,
+                                  const CompileOptions& options) {
   if (!options.batch) return WorkloadParser(file).parse(load());
   BatchTracker tracker(*options.batch);
   const Workload written = WorkloadParser(file, &tracker).parse(load());
   Workload batched = WorkloadParser(file, nullptr, options.batch).parse(load());
   check_batched_shapes(written, batched, tracker, *options.batch);
   return batched;
+}
+
+Workload parse_at_batch(const std::function<YAML::Node()>& load, const std::string& file,
+                        const CompileOptions& options) {
+  Workload w = parse_written_or_batched(load, file, options);
+  w.fuse = options.fuse;
+  w.fold_batchnorm = options.fold_batchnorm;
+  return w;
 }
 
 }  // namespace

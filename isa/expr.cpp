@@ -19,7 +19,7 @@ namespace {
 // The functions a formula may call, with their argument counts.
 const std::map<std::string, size_t>& functions() {
   static const std::map<std::string, size_t> f = {
-      {"cdiv", 2}, {"min", 2}, {"max", 2}, {"clog2", 1}};
+      {"cdiv", 2}, {"min", 2}, {"max", 2}, {"eq", 2}, {"clog2", 1}};
   return f;
 }
 }  // namespace
@@ -137,6 +137,7 @@ int64_t eval_node(const Expr::Node& n, const std::map<std::string, int64_t>& var
       if (n.name == "cdiv") return a[1] == 0 ? 0 : (a[0] + a[1] - 1) / a[1];
       if (n.name == "min") return std::min(a[0], a[1]);
       if (n.name == "max") return std::max(a[0], a[1]);
+      if (n.name == "eq") return a[0] == a[1] ? 1 : 0;
       int64_t bits = 0;  // clog2
       while ((int64_t{1} << bits) < a[0]) ++bits;
       return bits;

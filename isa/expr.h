@@ -1,7 +1,7 @@
 // Integer arithmetic formulas over named dims and attributes, as written in isa/ops/*.yaml
 // (work: "2*M*N*K"). Supports + - * / (integer, truncating), parentheses, literals, names, and
-// the functions cdiv(a, b) (a/b rounded up), min(a, b), max(a, b), clog2(a) (ceil(log2 a), 0 for
-// a <= 1).
+// the functions cdiv(a, b) (a/b rounded up), min(a, b), max(a, b), eq(a, b) (1 when a == b, else
+// 0: a `when:` on an enum attribute's value), clog2(a) (ceil(log2 a), 0 for a <= 1).
 #pragma once
 
 #include <cstdint>

@@ -147,6 +147,9 @@ DimDef parse_dim(const std::string& name, const YAML::Node& n, const YamlMap& pa
     d.combine = scalar_string(r, m.file(), m.key_path("reduce"));
   }
   d.accumulate_attr = m.get_string("accumulate", "");
+  d.final_attr = m.get_string("final", "");
+  if (!d.final_attr.empty() && d.accumulate_attr.empty())
+    throw m.error("final", "a final attribute needs an accumulate attribute");
   m.finish();
   return d;
 }
@@ -319,6 +322,12 @@ void OpTable::add_yaml(const std::string& text, const std::string& file) {
         throw fail("dims", fmt::format("dim {}: accumulate names '{}', which is not a bool "
                                        "attribute",
                                        d.name, d.accumulate_attr));
+    }
+    if (!d.final_attr.empty()) {
+      int a = op.attr_index(d.final_attr);
+      if (a < 0 || op.attributes[a].type != AttrType::boolean)
+        throw fail("dims", fmt::format("dim {}: final names '{}', which is not a bool attribute",
+                                       d.name, d.final_attr));
     }
   }
   auto is_int_attr = [&](const std::string& n) {

@@ -52,7 +52,12 @@ struct DimDef {
   std::string combine_attr;
   std::map<std::string, std::string> combine_by_value;
   std::string accumulate_attr;  // reduce: bool attribute that makes a piece add to its output
-  WindowDef window;             // window
+  // reduce: bool attribute that only a piece completing the sum keeps (a fused epilogue runs
+  // under it): slicing clears it on a piece that ends before the dim does; a split across
+  // children clears it on every child and the LFU runs the op once more, over an empty range of
+  // the dim, after the partials are combined (isa/decompose/parallel.h).
+  std::string final_attr;
+  WindowDef window;  // window
   // parallel and window: an int attribute that holds the global position of the dim's first
   // element; slicing adds the piece's start to it (count compares elements with base + c),
   // times the int attribute `offset_scale` when one is named (several dims may add to one

@@ -46,6 +46,11 @@ std::string dim_rule(const OpDef& op, const DimDef& d) {
       std::string acc = d.accumulate_attr.empty()
                             ? ""
                             : fmt::format("; serial pieces set `{}`", d.accumulate_attr);
+      if (!d.final_attr.empty())
+        acc += fmt::format(
+            "; only the piece completing the sum keeps `{}` (across children: "
+            "the LFU runs the op on an empty range of the dim after combining)",
+            d.final_attr);
       (void)op;
       return fmt::format("reduce, combined with {}{}", how, acc);
     }

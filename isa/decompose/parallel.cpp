@@ -167,6 +167,8 @@ ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& i
       if (!dd.accumulate_attr.empty())
         child.attrs[op.attr_index(dd.accumulate_attr)] =
             idx[reduce_dim] == 0 ? instr.attrs[op.attr_index(dd.accumulate_attr)] : 0;
+      // No child holds the whole sum: the final step waits for the LFU (below).
+      if (!dd.final_attr.empty()) child.attrs[op.attr_index(dd.final_attr)] = 0;
       // Merge: every child sorts its own slice of the output; the runs are merged below.
       if (idx[reduce_dim] > 0 && combine != "merge") {
         std::vector<TensorRef> partials;
@@ -191,6 +193,19 @@ ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& i
     if (d < 0) break;
   }
   if (combine == "merge") split.reductions.push_back(merge_runs(op, ops, instr, parts[reduce_dim]));
+  if (reduce_dim >= 0) {
+    // The op's final step on the combined sum: the op over an empty range of the reduce dim,
+    // accumulating onto the output, adds nothing and then runs what `final` guards.
+    const DimDef& dd = op.dims[reduce_dim];
+    if (!dd.final_attr.empty() && instr.attrs[op.attr_index(dd.final_attr)] != 0) {
+      PieceRange r{std::vector<int64_t>(ext.size(), 0), ext};
+      r.len[reduce_dim] = 0;
+      Instruction fin = slice_instruction(op, instr, r);
+      fin.attrs[op.attr_index(dd.accumulate_attr)] = 1;
+      fin.attrs[op.attr_index(dd.final_attr)] = 1;
+      split.reductions.push_back(std::move(fin));
+    }
+  }
   split.scratch_bytes = scratch - scratch_base;
   return split;
 }

@@ -7,6 +7,9 @@
 // each other child writes dense partials into scratch, and the LFU folds partial r into the
 // output, in order r = 1, 2, ..., with the dim's combining eltwise fn or the op itself ("self");
 // for a "merge" dim each child sorts its slice of the output and the LFU merges the runs.
+// A reduce dim with a `final` attribute (a fused epilogue) clears it on every child; the LFU
+// then runs the op over an empty range of that dim with accumulate set, so that the final step
+// applies once, to the combined sum.
 #pragma once
 
 #include <cstdint>

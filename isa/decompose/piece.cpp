@@ -55,6 +55,8 @@ Instruction slice_instruction(const OpDef& op, const Instruction& instr, const P
     const DimDef& dd = op.dims[d];
     if (dd.kind == DimKind::reduce && !dd.accumulate_attr.empty() && r.begin[d] > 0)
       out.attrs[op.attr_index(dd.accumulate_attr)] = 1;
+    if (dd.kind == DimKind::reduce && !dd.final_attr.empty() && r.begin[d] + r.len[d] < ext[d])
+      out.attrs[op.attr_index(dd.final_attr)] = 0;
     if (!dd.offset_attr.empty()) {
       const int64_t scale =
           dd.offset_scale.empty() ? 1 : instr.attrs[op.attr_index(dd.offset_scale)];

@@ -19,6 +19,7 @@ std::vector<int64_t> dim_extents(const OpDef& op, const Instruction& instr);
 
 // The instruction restricted to `range`. A piece that starts past 0 along a reduce dim with an
 // accumulate attribute gets that attribute set, so that it adds to what earlier pieces wrote.
+// A piece that ends before the end of a reduce dim with a final attribute gets it cleared.
 // A dim with an offset attribute adds its start (times its offset_scale) to that attribute.
 // Window dims ignore their entry in `range`: they are sliced to the input their output dim's
 // windows touch (the halo), and the window's pad attributes are set to what remains at the edges.

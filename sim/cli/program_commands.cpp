@@ -17,6 +17,7 @@ namespace fracsim::cli {
 
 int cmd_compile(const Command& self, const std::vector<std::string>& args) {
   std::string workload, out, asm_out, batch;
+  bool fuse = false, fold_bn = false;
   po::options_description opts;
   auto add = opts.add_options();
   add("workload", po::value(&workload)->required(),
@@ -24,10 +25,14 @@ int cmd_compile(const Command& self, const std::vector<std::string>& args) {
   add("output,o", po::value(&out)->required(), "the binary program (.fbin) to write");
   add("asm", po::value(&asm_out), "its assembly text (.fasm) to write too");
   add("batch", po::value(&batch), kBatchHelp);
+  add("fuse", po::bool_switch(&fuse), kFuseHelp);
+  add("fold-bn", po::bool_switch(&fold_bn), kFoldBnHelp);
   po::positional_options_description pos;
   pos.add("workload", 1);
   if (!parse_command_line(self, args, opts, pos)) return 0;
-  const compiler::CompileOptions options = compile_options(self.name, batch);
+  compiler::CompileOptions options = compile_options(self.name, batch);
+  options.fuse = fuse;
+  options.fold_batchnorm = fold_bn;
   const isa::OpTable& ops = isa::OpTable::builtin();
   compiler::Compilation c = compiler::compile_with_plan(load_workload_file(workload, options), ops);
   const std::vector<uint8_t> bytes = isa::encode_program(c.program);

@@ -32,6 +32,14 @@ inline constexpr const char* kBatchHelp =
 // not given) and must be a positive integer.
 compiler::CompileOptions compile_options(std::string_view command, const std::string& batch);
 
+// --fuse and --fold-bn, shared by `fracsim compile` and `fracsim run`.
+inline constexpr const char* kFuseHelp =
+    "fuse each conv2d/matmul with the bias add, residual add and activation that alone read its "
+    "output into one epilogue op (isa/ops/ext/*_act.yaml), named by the conv/matmul layer";
+inline constexpr const char* kFoldBnHelp =
+    "fold a batchnorm after a conv2d into the conv's weight and bias (computed in double, "
+    "rounded once to f32)";
+
 // Writes a file through a temporary and a rename, so that an interrupted or failed write never
 // leaves a half-written file where a good one was.
 void write_file_atomically(const std::string& path, const std::string& contents);

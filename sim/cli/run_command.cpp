@@ -30,7 +30,7 @@ namespace {
 struct RunFlags {
   std::string config, workload, mode = "timing", out_dir, trace, backend, batch, layers;
   std::vector<std::string> sets;
-  bool no_fold = false;
+  bool no_fold = false, fuse = false, fold_bn = false;
 };
 
 // Every option of `fracsim run`, declared once: parsing and `fracsim run --help` read this.
@@ -47,6 +47,8 @@ po::options_description run_options(RunFlags& f) {
       "leaf backend, model or rtl, instead of the config's (rtl: integer matmul/conv, vector "
       "ops and merges on the Verilated units, other ops on the C++ model)");
   add("batch", po::value(&f.batch), kBatchHelp);
+  add("fuse", po::bool_switch(&f.fuse), kFuseHelp);
+  add("fold-bn", po::bool_switch(&f.fold_bn), kFoldBnHelp);
   add("out", po::value(&f.out_dir),
       "directory of stats.json (default results/runs/PROGRAM-MACHINE-MODE)");
   add("no-fold", po::bool_switch(&f.no_fold),
@@ -91,7 +93,9 @@ int cmd_run(const Command& self, const std::vector<std::string>& args) {
     throw ConfigError(
         fmt::format("fracsim run: --backend: expected model or rtl, got '{}'", f.backend));
 
-  const compiler::CompileOptions compile = compile_options(self.name, f.batch);
+  compiler::CompileOptions compile = compile_options(self.name, f.batch);
+  compile.fuse = f.fuse;
+  compile.fold_batchnorm = f.fold_bn;
   size_t layer_rows = 0;
   if (!f.layers.empty() && f.layers != "all") {
     char* end = nullptr;

@@ -498,3 +498,37 @@ TEST_CASE("whole-memory tilings fit: static inputs once plus N times the rest") 
       }
     }
 }
+
+TEST_CASE("a fused epilogue runs on the piece that completes the sum only") {
+  const OpDef& op = ops().get("matmul_bias_act");
+  const int acc = op.attr_index("accumulate"), fin = op.attr_index("epilogue");
+  std::vector<int64_t> attrs;
+  for (const AttrDef& a : op.attributes) attrs.push_back(a.default_value);
+  // Serially along K: only the second K piece applies the epilogue.
+  Instruction in =
+      make_instr(op,
+                 {make_tensor(0, DType::f32, {1, 8, 16}), make_tensor(512, DType::f32, {1, 16, 8}),
+                  make_tensor(1024, DType::f32, {8}), make_tensor(1088, DType::f32, {1, 8, 8})},
+                 attrs);
+  auto pieces = sequential(op, ops(), in, NodeBudget{1280, 1, "leaf"});
+  REQUIRE(pieces.size() == 2);
+  CHECK(pieces[0].attrs[acc] == 0);
+  CHECK(pieces[0].attrs[fin] == 0);
+  CHECK(pieces[1].attrs[acc] == 1);
+  CHECK(pieces[1].attrs[fin] == 1);
+  // Across children: no child applies it; the LFU adds the partial, then runs the op over K = 0.
+  Instruction dot =
+      make_instr(op,
+                 {make_tensor(0, DType::f32, {1, 1, 8}), make_tensor(64, DType::f32, {1, 8, 1}),
+                  make_tensor(128, DType::f32, {1}), make_tensor(192, DType::f32, {1, 1, 1})},
+                 attrs);
+  ParallelSplit s = parallel(op, ops(), dot, 2, 1 << 20);
+  REQUIRE(s.children.size() == 2);
+  for (const Instruction& c : s.children) CHECK(c.attrs[fin] == 0);
+  REQUIRE(s.reductions.size() == 2);
+  CHECK(s.reductions[0].opcode == ops().get("eltwise").opcode);
+  CHECK(s.reductions[1].opcode == op.opcode);
+  CHECK(s.reductions[1].operands[0].shape == Shape{1, 1, 0});
+  CHECK(s.reductions[1].attrs[acc] == 1);
+  CHECK(s.reductions[1].attrs[fin] == 1);
+}
