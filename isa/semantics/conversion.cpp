@@ -14,18 +14,6 @@
 namespace fracsim::isa::semantics {
 namespace {
 
-// double -> float, rounding to nearest even, with the overflow rule spelt out (a double
-// beyond float's range converts with undefined behaviour in C++).
-float double_to_float(double v) {
-  constexpr double kOverflow = 0x1.ffffffp127;
-  constexpr double kMax = std::numeric_limits<float>::max();
-  if (v >= kOverflow) return std::numeric_limits<float>::infinity();
-  if (v <= -kOverflow) return -std::numeric_limits<float>::infinity();
-  if (v > kMax) return std::numeric_limits<float>::max();
-  if (v < -kMax) return -std::numeric_limits<float>::max();
-  return static_cast<float>(v);
-}
-
 template <typename T>
 constexpr bool is_real() {
   return std::is_floating_point_v<T> || std::is_same_v<T, Half>;
@@ -41,7 +29,7 @@ To convert_value(From v) {
     if constexpr (std::is_integral_v<From>)
       return static_cast<float>(v);  // one rounding from the exact integer
     else
-      return double_to_float(to_double(v));
+      return to_float(to_double(v));
   } else if constexpr (is_real<From>()) {
     const double t = std::trunc(to_double(v));
     if (std::isnan(t)) return To(0);

@@ -111,19 +111,6 @@ struct Eltwise {
   }
 };
 
-// double -> float, rounding to nearest even. Converting a double beyond float's range is
-// undefined behaviour in C++, so the overflow rule is spelt out: from FLT_MAX + half an ulp up
-// the result is infinity, below that it is FLT_MAX.
-float to_float(double v) {
-  constexpr double kOverflow = 0x1.ffffffp127;
-  constexpr double kMax = std::numeric_limits<float>::max();
-  if (v >= kOverflow) return std::numeric_limits<float>::infinity();
-  if (v <= -kOverflow) return -std::numeric_limits<float>::infinity();
-  if (v > kMax) return std::numeric_limits<float>::max();
-  if (v < -kMax) return -std::numeric_limits<float>::max();
-  return static_cast<float>(v);
-}
-
 double activate(const std::string& fn, double x, double alpha) {
   if (fn == "relu") return x > 0 ? x : 0.0;  // (integer path only; f32 relu is exact below)
   if (fn == "leaky_relu") return x > 0 ? x : alpha * x;

@@ -22,6 +22,20 @@
 
 namespace fracsim::isa::semantics {
 
+// double -> float, rounding to nearest even. Converting a double beyond float's range is
+// undefined behaviour in C++, so the overflow rule is spelt out: from FLT_MAX + half an ulp up
+// the result is infinity, below that it is FLT_MAX.
+inline float to_float(double v) {
+  constexpr double kOverflow = 0x1.ffffffp127;
+  constexpr double kMax = std::numeric_limits<float>::max();
+  if (v >= kOverflow) return std::numeric_limits<float>::infinity();
+  if (v <= -kOverflow) return -std::numeric_limits<float>::infinity();
+  if (v > kMax) return std::numeric_limits<float>::max();
+  if (v < -kMax) return -std::numeric_limits<float>::max();
+  return static_cast<float>(v);
+}
+
+
 using ReferenceFn = std::function<void(const OpDef&, const Instruction&, MemoryView)>;
 using ReferenceTable = std::map<std::string, ReferenceFn>;
 
