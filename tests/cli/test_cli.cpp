@@ -72,7 +72,7 @@ TEST_CASE("run: the MLP on tiny.yaml in functional mode matches the reference") 
   CHECK(std::filesystem::exists(dir + "/stats.json"));
 }
 
-TEST_CASE("run --layers=N prints the N layers with most cycles; layers.csv has every layer") {
+TEST_CASE("run --layers=N prints the N layers with most cycles, layers.csv has every layer") {
   // The MLP on tiny (4 leaves of 4x4 MACs: 128 ops per cycle): fc2's bound is its
   // 2 * 64 * 1024 * 1024 ops / 128 = 1048576 cycles of compute, fc1's 2 * 64 * 784 * 1024 /
   // 128 = 802816; together they take most of the time.

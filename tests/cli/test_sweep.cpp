@@ -184,7 +184,7 @@ TEST_CASE("sweep: sweep.csv has one row per run, in the spec's order, with stabl
   CHECK(slurp(out + "/sweep.csv") == before);
 }
 
-TEST_CASE("sweep: a killed sweep keeps its finished runs; the rerun does only the others") {
+TEST_CASE("sweep: a killed sweep keeps its finished runs, the rerun does only the others") {
   // Functional runs of the MLP on tiny take about a second each: time to kill the sweep
   // between two of them.
   const std::string dir = fracsim::testing::temp_dir("fracsim-sweep");

@@ -69,7 +69,7 @@ TEST_CASE("fusion: one epilogue op per chain, named by the conv or dense layer")
     CHECK(ops().get(in.opcode).name != "batchnorm");
 }
 
-TEST_CASE("fusion keeps the results bit for bit; folding within the rounding of the weights") {
+TEST_CASE("fusion keeps the results bit for bit, folding within the rounding of the weights") {
   const std::vector<float> plain = output(compile(false, false));
   // Fusion without folding: the batchnorms stay, the fused ops' adds run in the unfused order.
   CHECK(output(compile(true, false)) == plain);

@@ -375,7 +375,7 @@ TEST_CASE("a file that is not an ONNX model is a ConfigError naming it") {
   }
 }
 
-TEST_CASE("fracsim compile and run take .onnx; bad models exit 2 naming node and op") {
+TEST_CASE("fracsim compile and run take .onnx, bad models exit 2 naming node and op") {
   const std::string dir = temp_dir("onnx-cli");
   OnnxModelBuilder good;
   good.input("x", kFloat, {2, 8}).floats("w", {8, 4}, std::vector<float>(32, 0.5f));
@@ -393,11 +393,11 @@ TEST_CASE("fracsim compile and run take .onnx; bad models exit 2 naming node and
 
   OnnxModelBuilder bad;
   bad.input("x", kFloat, {4}).output("y", kFloat, {4});
-  bad.node("Trilu", {"x"}, {"y"}, "trilu1");
+  bad.node("StringNormalizer", {"x"}, {"y"}, "strnorm1");
   bad.save(dir + "/bad.onnx");
   r = run_fracsim("compile " + dir + "/bad.onnx -o " + dir + "/bad.fbin");
   CHECK(r.code == 2);
-  CHECK(r.out == "error: " + dir + "/bad.onnx: node 'trilu1' (Trilu): op Trilu is not supported " +
+  CHECK(r.out == "error: " + dir + "/bad.onnx: node 'strnorm1' (StringNormalizer): op StringNormalizer is not supported " +
                      "(fracsim imports " + kSupported + ")\n");
   r = run_fracsim("run -m configs/tiny.yaml -w " + dir + "/bad.onnx");
   CHECK(r.code == 2);

@@ -69,7 +69,7 @@ TEST_CASE("the cost of a tiling, by hand") {
   CHECK(model.tiling_cycles(0, op, ops, mm, {1, 8, 8, 4}) == 166.0);
 }
 
-TEST_CASE("search picks the tiling of least estimated time; halving its own") {
+TEST_CASE("search picks the tiling of least estimated time, halving its own") {
   const OpTable& ops = OpTable::builtin();
   const OpDef& op = ops.get("matmul");
   const CostModel model = leaf_model(64 << 10);

@@ -45,7 +45,7 @@ std::string bind_error(const Instruction& in) {
 }
 }  // namespace
 
-TEST_CASE("dtype codes are stable, new ones appended; names and sizes") {
+TEST_CASE("dtype codes are stable, new ones appended, names and sizes") {
   // The .fbin code of each dtype is its enumerator: the first six never change.
   const std::vector<std::pair<std::string, int>> codes = {
       {"f32", 0}, {"f16", 1}, {"bf16", 2}, {"i32", 3}, {"i16", 4},  {"i8", 5},
@@ -212,7 +212,7 @@ TEST_CASE("eltwise max and min of f16 and f64 are exact, NaN propagating as in f
   CHECK(std::isnan(r[2]));
 }
 
-TEST_CASE("a dtype row with `only:` holds for its fn values alone; messages say which") {
+TEST_CASE("a dtype row with `only:` holds for its fn values alone, messages say which") {
   const std::vector<TensorRef> u16 = {rank6(0, DType::u16, {2}), rank6(64, DType::u16, {2}),
                                       rank6(128, DType::u16, {2})};
   CHECK(bind_error(instruction("eltwise", u16, {kMax})) == "no error");
@@ -222,8 +222,7 @@ TEST_CASE("a dtype row with `only:` holds for its fn values alone; messages say 
   const std::vector<TensorRef> f64 = {rank6(0, DType::f64, {2}), rank6(64, DType::f64, {2}),
                                       rank6(128, DType::f64, {2})};
   CHECK(bind_error(instruction("eltwise", f64, {kDiv})) ==
-        "t: eltwise: dtype combination (f64,f64,f64) is accepted only with fn = max or min or mod "
-        "or fmod");
+        "t: eltwise: dtype combination (f64,f64,f64) is accepted only with fn = max or min or fmod");
   const std::vector<TensorRef> bf16 = {rank6(0, DType::bf16, {2}), rank6(64, DType::bf16, {2}),
                                        rank6(128, DType::bf16, {2})};
   CHECK(bind_error(instruction("eltwise", bf16, {kMax})) ==

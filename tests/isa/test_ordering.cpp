@@ -148,7 +148,7 @@ TEST_CASE("merge: 3 unequal runs in place, ties from the lower run") {
   }
 }
 
-TEST_CASE("topk: value, then smaller index; largest and smallest") {
+TEST_CASE("topk: value, then smaller index, largest and smallest") {
   std::vector<uint8_t> mem(1024, 0);
   put<float>(mem, 0, {1.0f, 3.0f, 3.0f, 2.0f, 3.0f});
   put<int32_t>(mem, 256, {10, 4, 2, 7, 9});

@@ -123,7 +123,7 @@ TEST_CASE("matmul i8 accumulates in i32 with wrap-around") {
   CHECK(get<int32_t>(mem, 128, 1)[0] == -2147483647 - 1);
 }
 
-TEST_CASE("eltwise saturates integers, broadcasts with stride 0; relu clamps") {
+TEST_CASE("eltwise saturates integers, broadcasts with stride 0, relu clamps") {
   std::vector<uint8_t> mem(256, 0);
   put<int8_t>(mem, 0, {100, -100, 5, 7});  // a [2,2]
   put<int8_t>(mem, 64, {100, -100});       // b row, broadcast over rows

@@ -42,7 +42,7 @@ TEST_CASE("the shipped configs' lane counts are built") {
   CHECK(rtl::make_traced_vector_unit(8) != nullptr);
 }
 
-TEST_CASE("i8 add saturates, i32 add wraps; cdiv(elements, lanes) cycles") {
+TEST_CASE("i8 add saturates, i32 add wraps, cdiv(elements, lanes) cycles") {
   using rtl::VectorDType;
   using rtl::VectorOp;
   rtl::VectorResult r =
@@ -61,7 +61,7 @@ TEST_CASE("i8 add saturates, i32 add wraps; cdiv(elements, lanes) cycles") {
   CHECK(r.cycles == 0);
 }
 
-TEST_CASE("leaky_relu in Q16 rounds half to even; relu") {
+TEST_CASE("leaky_relu in Q16 rounds half to even, relu") {
   rtl::VectorJob j = job(rtl::VectorOp::leaky_relu, rtl::VectorDType::i8, {-1, -3, -5, -128, 7, 0});
   j.alpha_q16 = 32768;  // 0.5
   CHECK(run(8, j).out == std::vector<int32_t>{0, -2, -2, -64, 7, 0});
@@ -69,7 +69,7 @@ TEST_CASE("leaky_relu in Q16 rounds half to even; relu") {
         std::vector<int32_t>{0, 0, 0, 5});
 }
 
-TEST_CASE("segmented reductions: outputs share beats; back-pressure adds one cycle per stall") {
+TEST_CASE("segmented reductions: outputs share beats, back-pressure adds one cycle per stall") {
   // 6 outputs of 3 terms: 18 elements, cdiv(18, 8) = 3 beats.
   rtl::VectorJob j = job(rtl::VectorOp::reduce_sum, rtl::VectorDType::i8, {});
   for (int i = 0; i < 18; ++i) j.a.push_back(i);

@@ -29,7 +29,7 @@ TEST_CASE("static tiles go to the ends of the memory, the cyclic segment between
   CHECK(tpt.size() == 2);
 }
 
-TEST_CASE("the same view again is a hit at the same local address; another view is not") {
+TEST_CASE("the same view again is a hit at the same local address, another view is not") {
   TensorPermutationTable tpt(1024);
   tpt.place({request(0x1000, 64)}, 512);
   SegmentLayout l = tpt.place({request(0x1000, 64), request(0x1000, 32)}, 512);
