@@ -177,12 +177,12 @@ std::optional<InstructionPlan> translated_plan(const InstructionPlan& plan,
 }
 
 std::vector<HeldOutput> held_outputs(const isa::OpDef& op, const InstructionPlan& plan,
-                                     const SegmentLayout& layout, int depth) {
+                                     const SegmentLayout& layout, int depth, int first_subblock) {
   std::vector<HeldOutput> out;
   const size_t n = plan.pieces.size();
   for (size_t i = n > static_cast<size_t>(depth) ? n - depth : 0; i < n; ++i) {
     const isa::Instruction& part = plan.pieces[i];
-    uint64_t at = layout.cyclic_base + (i % depth) * plan.subblock_bytes;
+    uint64_t at = layout.cyclic_base + ((first_subblock + i) % depth) * plan.subblock_bytes;
     for (size_t o = 0; o < op.operands.size(); ++o) {
       if (std::find(plan.static_operands.begin(), plan.static_operands.end(),
                     static_cast<int>(o)) != plan.static_operands.end())

@@ -71,14 +71,16 @@ std::vector<StaticRequest> translated_requests(const InstructionPlan& plan,
 // cyclic sub-block no later piece reuses (the last `depth`), as (view in the parent's memory,
 // local address, tile bytes), in piece order. Tiles lie as Node::make_piece packs them: the
 // non-static operands one after another from the sub-block's base, each aligned to kTileAlign;
-// piece i takes sub-block i % depth.
+// piece i takes sub-block (first_subblock + i) % depth (first_subblock: where the node's
+// rotation stood, 0 unless it continued an overlapped instruction's, LevelSpec::overlap).
 struct HeldOutput {
   int operand = 0;
   isa::TensorRef view;
   uint64_t local = 0, bytes = 0;
 };
 std::vector<HeldOutput> held_outputs(const isa::OpDef& op, const InstructionPlan& plan,
-                                     const SegmentLayout& layout, int depth);
+                                     const SegmentLayout& layout, int depth,
+                                     int first_subblock = 0);
 
 // The plan of `to`, an instruction congruent with `from` (same key): `plan` (made for `from`)
 // with each operand's views moved by that operand's address difference. Exact, because slicing

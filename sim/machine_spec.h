@@ -90,6 +90,10 @@ struct LevelSpec {
   // Outputs a node writes back stay in its tensor permutation table (resident where its last
   // pieces left them), so that a later instruction reading the same view hits.
   bool keep_outputs = true;
+  // A node takes its parent's next instruction while the pieces of the one before still drain
+  // through its pipeline: the parent issues the next piece's instructions to its children
+  // before the previous piece's have finished (node_dispatch.cpp says when it can).
+  bool overlap = true;
   // Leaf level only.
   bool is_leaf = false;
   MatrixUnitSpec matrix;

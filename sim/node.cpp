@@ -109,10 +109,14 @@ uint64_t Node::cycles_since(const sc_time& t0) const {
 }
 
 void Node::trace(int stage, const Piece& p, const sc_time& t0) {
-  if (!ctx_.trace || sc_core::sc_time_stamp() == t0) return;
+  trace(stage, p, t0, sc_core::sc_time_stamp());
+}
+
+void Node::trace(int stage, const Piece& p, const sc_time& t0, const sc_time& t1) {
+  if (!ctx_.trace || t1 == t0) return;
   const size_t track = ctx_.tree->preorder(p.tree_node);
   ctx_.trace->name_node(track, ctx_.tree->path(p.tree_node));
-  ctx_.trace->record(track, stage, &p.op->name, t0.value(), sc_core::sc_time_stamp().value());
+  ctx_.trace->record(track, stage, &p.op->name, t0.value(), t1.value());
 }
 
 void Node::count(Counter c, uint64_t v, uint32_t layer, uint64_t weight) {
@@ -272,9 +276,9 @@ void Node::id_step() {
               job.plan ? job.plan : std::make_shared<const InstructionPlan>(root_plan(job.instr));
           layout_ = job.layout;
           broadcast_ = job.broadcast;
-          // The pipeline is empty between instructions below the root, so the cyclic segment
-          // may move; the root keeps rotating through its sub-blocks.
-          if (!is_root_) next_subblock_ = 0;
+          // Below the root the cyclic segment may move between instructions (the parent says
+          // where the rotation starts); the root keeps rotating through its sub-blocks.
+          if (!is_root_) next_subblock_ = job.first_subblock;
           q.instr = std::make_shared<const isa::Instruction>(std::move(job.instr));
           q.completion = job.completion;
           q.next_piece = 0;
@@ -326,6 +330,20 @@ void Node::id_step() {
   });
 }
 
+bool Node::overwrites_earlier(const Piece& p) const {
+  std::vector<std::pair<uint64_t, uint64_t>> loads;
+  for (const isa::Transfer& t : p.loads) loads.push_back(t.local.byte_span());
+  for (const isa::Transfer& t : p.shared) loads.push_back(t.local.byte_span());
+  if (loads.empty()) return false;
+  for (const Piece* e : pipe_->in_flight) {
+    if (e == &p) break;
+    std::vector<std::pair<uint64_t, uint64_t>> used = e->local_writes;
+    for (const isa::TensorRef& t : e->local.operands) used.push_back(t.byte_span());
+    if (overlaps(used, loads)) return true;
+  }
+  return false;
+}
+
 // LD: waits for the earlier pieces that write what this one reads, then loads its tiles.
 void Node::ld_step() {
   guarded([&] {
@@ -372,6 +390,13 @@ void Node::ld_step() {
               return;
             }
           }
+          // A node that takes an instruction while the one before drains (LevelSpec::overlap)
+          // may have placed it over memory the earlier pieces still use: their write-back
+          // frees it.
+          if (!is_root_ && ctx_.spec->levels[level_].overlap && overwrites_earlier(*p)) {
+            sc_core::next_trigger(q.written_back);
+            return;
+          }
           count(*p, Counter::hazard_cycles, cycles_since(st.t0));
           st.t0 = sc_core::sc_time_stamp();
           if (p->broadcast) {
@@ -415,15 +440,14 @@ void Node::ex_step() {
   guarded([&] {
     Pipeline& q = *pipe_;
     Pipeline::Stage& st = q.stages[kEx];
-    enum { kTake, kChildren, kDone, kPass };
+    enum { kTake, kDispatch, kChildren, kDone, kPass };
     while (true) switch (st.step) {
         case kTake: {
           if (!q.to_ex.take(st.piece)) return;
           Piece* p = st.piece;
           st.t0 = sc_core::sc_time_stamp();
           if (!is_leaf_) {
-            dispatch(*p);
-            st.step = kChildren;
+            st.step = kDispatch;
             break;
           }
           isa::MemoryView mv = memory_->view();
@@ -435,14 +459,29 @@ void Node::ex_step() {
           if (wait_cycles(cycles)) return;
           break;
         }
-        case kChildren:
-          if (q.children_done.remaining > 0) {
-            sc_core::next_trigger(q.children_done.done);
+        case kDispatch: {
+          // With overlap below, the piece goes on to RD as soon as its children have their
+          // instructions; RD waits for them. Otherwise EX waits, and nothing is outstanding.
+          const bool overlap = ctx_.spec->levels[level_ + 1].overlap;
+          if (q.dispatches.empty()) {
+            dispatch(*st.piece);
+          } else if (!overlap || !dispatch_beside(*st.piece)) {
+            sc_core::next_trigger(q.dispatch_ended);
+            return;
+          }
+          st.step = overlap ? kPass : kChildren;
+          break;
+        }
+        case kChildren: {
+          Completion& children = q.dispatches.front()->children;
+          if (children.remaining > 0) {
+            sc_core::next_trigger(children.done);
             return;
           }
           dispatch_end(*st.piece);
           st.step = kDone;
           break;
+        }
         case kDone:
           count(*st.piece, Counter::execute_cycles, cycles_since(st.t0));
           trace(kEx, *st.piece, st.t0);
@@ -506,7 +545,10 @@ void Node::wb_step() {
               ctx_.done.picoseconds = sc_core::sc_time_stamp().value();
               if (ctx_.progress) ctx_.progress(ctx_.done);
             }
-            if (--p->completion->remaining == 0) p->completion->done.notify(sc_core::SC_ZERO_TIME);
+            if (--p->completion->remaining == 0) {
+              p->completion->finished = sc_core::sc_time_stamp();
+              p->completion->done.notify(sc_core::SC_ZERO_TIME);
+            }
           }
           delete p;
           break;

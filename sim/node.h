@@ -55,6 +55,7 @@ namespace fracsim::sim {
 struct Completion {
   int64_t remaining = 0;
   sc_core::sc_event done;
+  sc_core::sc_time finished;  // when `remaining` reached 0
 };
 
 // The broadcasts of one dispatch over a shared medium (link.multicast): the children's first
@@ -88,6 +89,9 @@ struct Job {
   uint32_t layer = 0;   // the layer (RunResult::layers) of the program instruction it serves
   uint64_t weight = 1;  // tree nodes it stands for in all: copies times the parent's weight
   std::shared_ptr<const Broadcast> broadcast;  // its part in the parent's broadcasts, if any
+  // The cyclic sub-block its first piece takes: 0, or where the node's rotation stands when the
+  // job follows one still draining (LevelSpec::overlap).
+  int first_subblock = 0;
 };
 class Node;
 
@@ -202,7 +206,8 @@ class Node : public sc_core::sc_module {
   int port() const { return port_; }
   // Hands an instruction to this node (from the parent's EX stage, or before the run for the
   // root, which queues the whole program; below the root a node gets one instruction at a
-  // time: the parent sends the next only when this one has written back).
+  // time, the next when this one has written back, or, with LevelSpec::overlap, when the
+  // parent's next piece can run beside it).
   void submit(Job job);
 
   int level() const { return level_; }
@@ -214,6 +219,7 @@ class Node : public sc_core::sc_module {
 
   struct Piece;
   struct Pipeline;
+  struct Dispatch;
 
  private:
   // Makes the stage processes and the queues between them. A folded run builds pools larger
@@ -245,7 +251,11 @@ class Node : public sc_core::sc_module {
   // A load's transfers have arrived: copies the data (functional mode) and invalidates what the
   // children's permutation tables hold of the tiles.
   void loaded(const std::vector<isa::Transfer>& transfers);
+  // Whether `p`'s loads overwrite local memory that an earlier piece in flight still uses
+  // (its tiles and scratch).
+  bool overwrites_earlier(const Piece& p) const;
   void trace(int stage, const Piece& p, const sc_core::sc_time& t0);
+  void trace(int stage, const Piece& p, const sc_core::sc_time& t0, const sc_core::sc_time& t1);
   // After an instruction's last write-back (WB): its plan's finalize work on the parent's
   // memory, one step at a time; true when all of it is done.
   bool finalize_step(Piece& p);
@@ -264,8 +274,12 @@ class Node : public sc_core::sc_module {
   // [begin, end) of it makes stale.
   void invalidate_children(uint64_t begin, uint64_t end);
   // EX of an inner node (node_dispatch.cpp): the children's instructions, folded when allowed,
-  // handed to the children; dispatch_end() after they have all finished.
+  // handed to the children; dispatch_end() after they have all finished (the oldest dispatch
+  // outstanding). With LevelSpec::overlap below, dispatch_beside() issues a piece's
+  // instructions while earlier ones are outstanding, when they can run beside them (false:
+  // they cannot yet, nothing issued).
   void dispatch(const Piece& p);
+  bool dispatch_beside(const Piece& p);
   void dispatch_end(const Piece& p);
   NodeShape child_shape(size_t child) const;
   std::vector<std::shared_ptr<const Broadcast>> plan_broadcasts(

@@ -11,8 +11,16 @@
 // Each child's own permutation table (keyed by addresses in this node's memory, which differ
 // between members) is kept for every child individually: placing and invalidating are cheap
 // table operations, not simulation.
+//
+// Overlap (LevelSpec::overlap of the level below): the EX stage issues a piece's instructions
+// and passes the piece on; RD waits for them and ends the dispatch. The next piece's
+// instructions go out beside the running ones (dispatch_beside) under the rules the README
+// lists; all dispatches beside each other form one fold round, with the classes and simulated
+// children of its first, which is why the groups that first dispatch saw must stay alike.
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -21,6 +29,46 @@
 #include "sim/node_piece.h"
 
 namespace fracsim::sim {
+namespace {
+
+bool overlaps(const std::vector<std::pair<uint64_t, uint64_t>>& a,
+              const std::vector<std::pair<uint64_t, uint64_t>>& b) {
+  for (const auto& x : a)
+    for (const auto& y : b)
+      if (x.first < y.second && y.first < x.second) return true;
+  return false;
+}
+
+// The spans of this node's memory that a piece's children read.
+std::vector<std::pair<uint64_t, uint64_t>> local_reads(const isa::OpDef& op,
+                                                       const isa::Instruction& local) {
+  std::vector<std::pair<uint64_t, uint64_t>> spans;
+  for (size_t o = 0; o < op.operands.size(); ++o)
+    if (isa::operand_is_read(op, local, o)) spans.push_back(local.operands[o].byte_span());
+  return spans;
+}
+
+// What a child's instruction holds while it runs: its static tiles and its cyclic segment.
+ChildRun child_run(const InstructionPlan& plan, const SegmentLayout& layout, int depth, int first) {
+  ChildRun r;
+  for (size_t s = 0; s < plan.requests.size(); ++s)
+    r.busy.emplace_back(layout.local[s], layout.local[s] + plan.requests[s].bytes);
+  r.ring = layout.cyclic_base;
+  r.ring_bytes = static_cast<uint64_t>(depth) * plan.subblock_bytes;
+  r.busy.emplace_back(r.ring, r.ring + r.ring_bytes);
+  r.first = first;
+  r.pieces = plan.pieces.size();
+  return r;
+}
+
+void append_layout(std::vector<int64_t>& key, const SegmentLayout& layout) {
+  key.push_back(static_cast<int64_t>(layout.cyclic_base));
+  for (uint64_t l : layout.local) key.push_back(static_cast<int64_t>(l));
+  for (bool h : layout.hit) key.push_back(h ? 1 : 0);
+}
+
+}  // namespace
+
 std::shared_ptr<const InstructionPlan> Node::child_plan(const isa::OpDef& op,
                                                         const isa::Instruction& instr,
                                                         size_t child) {
@@ -115,7 +163,7 @@ std::vector<std::shared_ptr<const Broadcast>> Node::plan_broadcasts(
       if (!r.empty()) {
         auto bc = std::make_shared<Broadcast>();
         bc->role = r;
-        bc->round = &pipe_->broadcast_round;
+        bc->round = &pipe_->dispatches.back()->broadcast_round;
         bc->lead_copies = members.size();
         b = std::move(bc);
       }
@@ -179,13 +227,16 @@ void Node::dispatch(const Piece& p) {
   }
   std::vector<std::shared_ptr<const Broadcast>> broadcasts(classes.size());
   Pipeline& q = *pipe_;
-  q.broadcast_round.pending = 0;
+  q.dispatches.push_back(std::make_unique<Dispatch>());
+  Dispatch& d = *q.dispatches.back();
+  d.piece = &p;
+  d.start = sc_core::sc_time_stamp();
   if (ctx_.spec->levels[level_ + 1].link.multicast && instrs.size() > 1)
     broadcasts = plan_broadcasts(op, instrs, child, classes);
   for (const auto& b : broadcasts)
     if (b && b->lead_copies > 0 &&
         std::find(b->role.begin(), b->role.end(), Broadcast::kLead) != b->role.end())
-      ++q.broadcast_round.pending;
+      ++d.broadcast_round.pending;
 
   // The simulated children: fixed ones, or nodes taken from the level's pool (lowest first).
   std::vector<Node*> runners;
@@ -202,8 +253,8 @@ void Node::dispatch(const Piece& p) {
     for (const ChildClass& k : classes) runners.push_back(children_[k.members[0]]);
   }
 
-  q.runners = std::move(runners);
-  q.classes = classes;
+  d.runners = std::move(runners);
+  d.classes = classes;
   q.round = MachineTree::FoldRound{};
   for (const ChildClass& k : classes) {
     q.round.reps.push_back(child[k.members[0]]);
@@ -211,30 +262,196 @@ void Node::dispatch(const Piece& p) {
     for (int m : k.members) q.round.members.back().push_back(child[m]);
   }
   tree.fold(q.round);
-  q.children_done.remaining = static_cast<int64_t>(classes.size());
+  if (ctx_.spec->levels[level_ + 1].overlap) {
+    // What a later piece's dispatch must fit beside, and the groups it must keep alike: the
+    // children by instruction shape, layout and broadcast part (computed the same way whether
+    // or not the run folds).
+    d.runs.resize(instrs.size());
+    std::map<std::vector<int64_t>, size_t> group_of;
+    std::vector<std::vector<int>> groups;
+    std::vector<std::vector<int64_t>> keys(instrs.size());
+    for (size_t c = 0; c < classes.size(); ++c)
+      for (int m : classes[c].members) {
+        d.runs[m] = child_run(*classes[c].plan, classes[c].layout, child_depth, 0);
+        std::vector<int64_t> key = congruence_key(instrs[m]);
+        append_layout(key, classes[c].layout);
+        if (broadcasts[c])
+          key.insert(key.end(), broadcasts[c]->role.begin(), broadcasts[c]->role.end());
+        keys[m] = std::move(key);
+      }
+    for (size_t i = 0; i < instrs.size(); ++i) {
+      auto [it, fresh] = group_of.try_emplace(keys[i], groups.size());
+      if (fresh) groups.emplace_back();
+      groups[it->second].push_back(static_cast<int>(i));
+    }
+    q.groups = std::move(groups);
+  }
+  d.children.remaining = static_cast<int64_t>(classes.size());
   for (size_t c = 0; c < classes.size(); ++c) {
     ChildClass& k = classes[c];
-    q.runners[c]->submit(Job{instrs[k.members[0]], k.plan, k.layout, q.round.reps[c],
-                             k.members.size(), &q.children_done, ctx_.fold ? port_ : 0, p.layer,
+    d.runners[c]->submit(Job{instrs[k.members[0]], k.plan, k.layout, q.round.reps[c],
+                             k.members.size(), &d.children, ctx_.fold ? port_ : 0, p.layer,
                              p.weight * k.members.size(), broadcasts[c]});
   }
 }
 
+bool Node::dispatch_beside(const Piece& p) {
+  const isa::OpDef& op = *p.op;
+  const std::vector<isa::Instruction>& instrs = p.split.children;
+  MachineTree& tree = *ctx_.tree;
+  Pipeline& q = *pipe_;
+  const Dispatch& last = *q.dispatches.back();
+  if (instrs.size() != last.runs.size()) return false;
+  // Children that have all finished are ended by RD in this very time step: the piece waits
+  // for that and starts afresh, as it does when RD happens to end them first (the order of
+  // the two within a time step must not decide).
+  if (std::all_of(q.dispatches.begin(), q.dispatches.end(),
+                  [](const auto& d) { return d->children.remaining == 0; }))
+    return false;
+  // A child's finalize work streams through its load channel after its last write-back,
+  // where the next instruction's loads would be.
+  for (const auto& d : q.dispatches)
+    for (const ChildClass& k : d->classes)
+      if (!k.plan->finalize.empty()) return false;
+  // The children of different pieces are not ordered against each other by their own
+  // pipelines: no piece outstanding may read or write what this one's children write, nor
+  // write what they read.
+  const std::vector<std::pair<uint64_t, uint64_t>> reads = local_reads(op, p.local);
+  for (const auto& d : q.dispatches) {
+    const Piece& o = *d->piece;
+    if (overlaps(p.local_writes, o.local_writes) || overlaps(reads, o.local_writes) ||
+        overlaps(p.local_writes, local_reads(*o.op, o.local)))
+      return false;
+  }
+  for (const auto& w : p.local_writes) invalidate_children(w.first, w.second);
+
+  const int depth = ctx_.spec->levels[level_ + 1].controller.pipeline_depth;
+  const size_t n = instrs.size();
+  std::vector<size_t> child(n);
+  std::vector<std::shared_ptr<const InstructionPlan>> plan(n);
+  std::vector<std::vector<int64_t>> keys(n);
+  std::vector<SegmentLayout> layout(n);
+  std::vector<int> first(n, 0);
+  std::vector<TensorPermutationTable> saved;
+  saved.reserve(n);
+  std::map<std::vector<int64_t>, size_t> planned;  // congruence key -> the child planned for it
+  for (size_t i = 0; i < n; ++i) {
+    child[i] = tree.child(p.tree_node, static_cast<int>(i));
+    keys[i] = congruence_key(instrs[i]);
+    auto [it, fresh] = planned.try_emplace(keys[i], i);
+    const size_t f = it->second;
+    plan[i] = fresh ? child_plan(op, instrs[i], child[i]) : plan[f];
+    const std::vector<StaticRequest> requests =
+        fresh ? plan[i]->requests : translated_requests(*plan[f], instrs[f], instrs[i]);
+    std::vector<std::pair<uint64_t, uint64_t>> busy;
+    for (const auto& d : q.dispatches)
+      busy.insert(busy.end(), d->runs[i].busy.begin(), d->runs[i].busy.end());
+    const ChildRun& before = last.runs[i];
+    const uint64_t cyclic = static_cast<uint64_t>(depth) * plan[i]->subblock_bytes;
+    // The same cyclic segment goes on rotating; another takes free space.
+    std::optional<uint64_t> ring;
+    if (cyclic == before.ring_bytes) ring = before.ring;
+    saved.push_back(tree.tpt(child[i]));
+    TensorPermutationTable& table = tree.tpt(child[i]);
+    // Beside what the instructions still running hold, when it fits: nothing waits. Else as
+    // a drained node would place it: the child's load then waits for the earlier pieces whose
+    // memory it overwrites to write back (Node::ld_step).
+    if (auto placed = table.place_beside(requests, cyclic, busy, ring)) {
+      layout[i] = std::move(*placed);
+    } else {
+      layout[i] = table.place(requests, cyclic);
+      if (!(ring && layout[i].cyclic_base == *ring)) ring.reset();
+    }
+    if (ring) first[i] = static_cast<int>((before.first + before.pieces) % depth);
+    keys[i].push_back(static_cast<int64_t>(first[i]));
+    append_layout(keys[i], layout[i]);
+  }
+  // A static tile that two children load would be broadcast, splitting classes: not beside.
+  bool fits = true;
+  if (ctx_.spec->levels[level_ + 1].link.multicast && n > 1) {
+    std::set<std::vector<int64_t>> loaded;
+    for (size_t i = 0; i < n && fits; ++i) {
+      const size_t f = planned.at(congruence_key(instrs[i]));
+      for (size_t s = 0; s < plan[i]->requests.size() && fits; ++s) {
+        if (layout[i].hit[s]) continue;
+        const int o = plan[f]->static_operands[s];
+        isa::TensorRef v = plan[f]->requests[s].view;
+        v.address += instrs[i].operands[o].address - instrs[f].operands[o].address;
+        std::vector<int64_t> key{static_cast<int64_t>(v.address), static_cast<int64_t>(v.dtype)};
+        key.insert(key.end(), v.shape.begin(), v.shape.end());
+        key.insert(key.end(), v.strides.begin(), v.strides.end());
+        fits = loaded.insert(std::move(key)).second;
+      }
+    }
+  }
+  for (const std::vector<int>& g : q.groups)
+    for (int m : g)
+      if (fits && keys[m] != keys[g.front()]) fits = false;
+  if (!fits) {
+    for (size_t i = 0; i < saved.size(); ++i) tree.tpt(child[i]) = saved[i];
+    return false;
+  }
+
+  q.dispatches.push_back(std::make_unique<Dispatch>());
+  Dispatch& d = *q.dispatches.back();
+  const Dispatch& prev = *q.dispatches[q.dispatches.size() - 2];
+  d.piece = &p;
+  d.start = sc_core::sc_time_stamp();
+  d.runners = prev.runners;
+  d.runs.resize(n);
+  for (size_t i = 0; i < n; ++i) d.runs[i] = child_run(*plan[i], layout[i], depth, first[i]);
+  for (const ChildClass& k : prev.classes) {
+    const int rep = k.members[0];
+    // Its pieces must name the rep's own addresses.
+    auto own = planned.at(congruence_key(instrs[rep])) == static_cast<size_t>(rep)
+                   ? plan[rep]
+                   : child_plan(op, instrs[rep], child[rep]);
+    d.classes.push_back({k.members, std::move(own), layout[rep]});
+  }
+  count(p, Counter::overlapped_pieces, 1);
+  d.children.remaining = static_cast<int64_t>(d.classes.size());
+  for (size_t c = 0; c < d.classes.size(); ++c) {
+    const ChildClass& k = d.classes[c];
+    const int rep = k.members[0];
+    Job job{instrs[rep],
+            k.plan,
+            k.layout,
+            q.round.reps[c],
+            k.members.size(),
+            &d.children,
+            ctx_.fold ? port_ : 0,
+            p.layer,
+            p.weight * k.members.size(),
+            nullptr};
+    job.first_subblock = first[rep];
+    d.runners[c]->submit(std::move(job));
+  }
+  return true;
+}
+
 void Node::dispatch_end(const Piece& p) {
   Pipeline& q = *pipe_;
-  if (ctx_.fold) ctx_.pools[level_ + 1].insert(q.runners.begin(), q.runners.end());
-  q.runners.clear();
-  ctx_.tree->unfold(q.round);
+  Dispatch& d = *q.dispatches.front();
+  FRACSIM_ASSERT(d.piece == &p, "{}: dispatches out of order", name());
+  // The fold round and the simulated children last until the last dispatch of a run beside
+  // each other has ended.
+  const bool last = q.dispatches.size() == 1;
+  if (last) {
+    if (ctx_.fold) ctx_.pools[level_ + 1].insert(d.runners.begin(), d.runners.end());
+    ctx_.tree->unfold(q.round);
+  }
   const LevelSpec& below = ctx_.spec->levels[level_ + 1];
-  if (below.keep_outputs) {
-    // Every child still holds the out tiles of its last pieces: its table keeps them, at the
-    // views of its own instruction (a member's are its class's moved by its operands' offsets).
+  // Every child still holds the out tiles of its last pieces, unless a later instruction
+  // already runs in its sub-blocks: its table keeps them, at the views of its own instruction
+  // (a member's are its class's moved by its operands' offsets).
+  if (below.keep_outputs && last) {
     MachineTree& tree = *ctx_.tree;
     const std::vector<isa::Instruction>& instrs = p.split.children;
-    for (const ChildClass& k : q.classes) {
+    for (const ChildClass& k : d.classes) {
       const isa::Instruction& first = instrs[k.members[0]];
+      const int from = d.runs.empty() ? 0 : d.runs[k.members[0]].first;
       const std::vector<HeldOutput> held =
-          held_outputs(*p.op, *k.plan, k.layout, below.controller.pipeline_depth);
+          held_outputs(*p.op, *k.plan, k.layout, below.controller.pipeline_depth, from);
       for (int m : k.members)
         for (HeldOutput h : held) {
           h.view.address +=
@@ -243,7 +460,8 @@ void Node::dispatch_end(const Piece& p) {
         }
     }
   }
-  q.classes.clear();
+  q.dispatches.pop_front();
+  q.dispatch_ended.notify(sc_core::SC_ZERO_TIME);
 }
 
 }  // namespace fracsim::sim

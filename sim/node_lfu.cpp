@@ -12,10 +12,29 @@ void Node::rd_step() {
   guarded([&] {
     Pipeline& q = *pipe_;
     Pipeline::Stage& st = q.stages[kRd];
-    enum { kTake, kDone, kPass };
+    enum { kTake, kChildren, kReduce, kDone, kPass };
     while (true) switch (st.step) {
-        case kTake: {
+        case kTake:
           if (!q.to_rd.take(st.piece)) return;
+          st.step = !is_leaf_ && ctx_.spec->levels[level_ + 1].overlap ? kChildren : kReduce;
+          break;
+        case kChildren: {
+          // The children overlap (LevelSpec::overlap): EX issued the piece's instructions and
+          // went on; its EX time is the children's, from issue to the last one's end.
+          const Dispatch& d = *q.dispatches.front();
+          FRACSIM_ASSERT(d.piece == st.piece, "{}: dispatches out of order", name());
+          if (d.children.remaining > 0) {
+            sc_core::next_trigger(d.children.done);
+            return;
+          }
+          const uint64_t ps = (d.children.finished - d.start).value();
+          count(*st.piece, Counter::execute_cycles, (ps + period_ps_ - 1) / period_ps_);
+          trace(kEx, *st.piece, d.start, d.children.finished);
+          dispatch_end(*st.piece);
+          st.step = kReduce;
+          break;
+        }
+        case kReduce: {
           const Piece* p = st.piece;
           st.t0 = sc_core::sc_time_stamp();
           uint64_t cycles = 0;

@@ -40,6 +40,28 @@ struct Node::Piece {
   std::vector<isa::Instruction> finalize;  // the last piece: the plan's finalize work
 };
 
+// What a child's instruction occupies in the child's memory while it runs, so that the next
+// one can be placed beside it (LevelSpec::overlap).
+struct ChildRun {
+  std::vector<std::pair<uint64_t, uint64_t>> busy;  // its static tiles and cyclic segment
+  uint64_t ring = 0, ring_bytes = 0;                // its cyclic segment
+  int first = 0;                                    // the sub-block its first piece takes
+  size_t pieces = 0;
+};
+
+// The children's instructions of one piece, from dispatch() to dispatch_end().
+struct Node::Dispatch {
+  const Piece* piece = nullptr;
+  sc_core::sc_time start;  // when they were issued
+  Completion children;
+  BroadcastRound broadcast_round;  // the children's broadcasts
+  // The classes as issued (members[0] simulated, its plan and layout those of every member)
+  // and the simulated children running them.
+  std::vector<ChildClass> classes;
+  std::vector<Node*> runners;
+  std::vector<ChildRun> runs;  // per child (with LevelSpec::overlap below)
+};
+
 // What a started node needs while it runs: the queues between the stages, the sub-block
 // semaphore, and each stage's state. Made during the run (Node::start), where SystemC builds
 // unnamed events cheaply.
@@ -58,9 +80,7 @@ struct Node::Pipeline {
   sc_core::sc_event subblock_freed;
   std::deque<Piece*> in_flight;  // past ID, not yet written back, in order
   sc_core::sc_event written_back;
-  Completion children_done;
-  BroadcastRound broadcast_round;  // EX of an inner node: the children's broadcasts
-  sc_core::sc_event parked;        // never notified: a stage that failed waits on it
+  sc_core::sc_event parked;  // never notified: a stage that failed waits on it
 
   // Per stage: where its state machine is (step 0 takes the next piece; at ID, the next job),
   // the piece it holds (for describe_busy too) and when it started on it.
@@ -85,11 +105,15 @@ struct Node::Pipeline {
   Completion* completion = nullptr;
   size_t next_piece = 0;
 
-  // EX of an inner node: the classes of children of this piece (members[0] simulated, its plan
-  // and layout those of every member) and the simulated children running them.
-  std::vector<ChildClass> classes;
-  std::vector<Node*> runners;
+  // EX of an inner node: its dispatches outstanding, oldest first (one at most unless the
+  // children overlap). They all run one fold round, made by the first: a dispatch beside
+  // others gives every class the same simulated child. `groups`: the children that the first
+  // gave equal instructions, layouts and broadcast parts; a dispatch beside it must keep
+  // each group alike, so that folded and unfolded runs decide alike.
+  std::deque<std::unique_ptr<Dispatch>> dispatches;
+  sc_core::sc_event dispatch_ended;
   MachineTree::FoldRound round;
+  std::vector<std::vector<int>> groups;
 
   // WB: the finalize instruction in progress and its phase.
   size_t finalize = 0;

@@ -34,19 +34,21 @@ std::vector<TensorPermutationTable::Entry>& TensorPermutationTable::entries() {
 }
 
 bool TensorPermutationTable::try_place(const std::vector<uint64_t>& miss_bytes,
-                                       uint64_t cyclic_bytes, std::vector<uint64_t>& miss_local,
+                                       uint64_t cyclic_bytes,
+                                       const std::vector<std::pair<uint64_t, uint64_t>>& busy,
+                                       std::optional<uint64_t> ring,
+                                       std::vector<uint64_t>& miss_local,
                                        uint64_t& cyclic_base) const {
   const uint64_t usable = capacity_ / isa::kTileAlign * isa::kTileAlign;
-  std::vector<const Entry*> held;
+  std::vector<std::pair<uint64_t, uint64_t>> held = busy;  // [begin, end) taken
   if (entries_)
-    for (const Entry& e : *entries_) held.push_back(&e);
-  std::sort(held.begin(), held.end(),
-            [](const Entry* a, const Entry* b) { return a->local < b->local; });
+    for (const Entry& e : *entries_) held.emplace_back(e.local, e.local + e.bytes);
+  std::sort(held.begin(), held.end());
   std::vector<Gap> gaps;
   uint64_t at = 0;
-  for (const Entry* e : held) {
-    if (e->local > at) gaps.push_back({at, e->local});
-    at = std::max(at, e->local + e->bytes);
+  for (const auto& [begin, end] : held) {
+    if (begin > at) gaps.push_back({at, begin});
+    at = std::max(at, end);
   }
   if (at < usable) gaps.push_back({at, usable});
 
@@ -74,6 +76,10 @@ bool TensorPermutationTable::try_place(const std::vector<uint64_t>& miss_bytes,
       g.end -= b;
     }
   }
+  if (ring) {
+    cyclic_base = *ring;  // one of the busy ranges: the static tiles kept clear of it
+    return true;
+  }
   // The cyclic segment takes the largest gap left (the lowest of equals).
   int best = -1;
   for (size_t g = 0; g < gaps.size(); ++g)
@@ -90,6 +96,39 @@ bool TensorPermutationTable::try_place(const std::vector<uint64_t>& miss_bytes,
 
 SegmentLayout TensorPermutationTable::place(const std::vector<StaticRequest>& requests,
                                             uint64_t cyclic_bytes) {
+  if (auto layout = place_among(requests, cyclic_bytes, {}, std::nullopt)) return *layout;
+  uint64_t total = cyclic_bytes;
+  for (size_t r = 0; r < requests.size(); ++r) {
+    size_t u = 0;
+    while (requests[u].view != requests[r].view) ++u;
+    if (u == r) total += requests[r].bytes;  // a view named twice shares one tile
+  }
+  throw InternalError(
+      fmt::format("static segment: {} bytes of static tiles and cyclic "
+                  "segment do not fit a local memory of {} bytes",
+                  total, capacity_));
+}
+
+std::optional<SegmentLayout> TensorPermutationTable::place_beside(
+    const std::vector<StaticRequest>& requests, uint64_t cyclic_bytes,
+    const std::vector<std::pair<uint64_t, uint64_t>>& busy, std::optional<uint64_t> ring) {
+  const std::shared_ptr<std::vector<Entry>> before = entries_;  // copy on write keeps it
+  const uint64_t clock = clock_;
+  const uint64_t digest = digest_;
+  const bool known = digest_known_;
+  auto layout = place_among(requests, cyclic_bytes, busy, ring);
+  if (!layout) {
+    entries_ = before;
+    clock_ = clock;
+    digest_ = digest;
+    digest_known_ = known;
+  }
+  return layout;
+}
+
+std::optional<SegmentLayout> TensorPermutationTable::place_among(
+    const std::vector<StaticRequest>& requests, uint64_t cyclic_bytes,
+    const std::vector<std::pair<uint64_t, uint64_t>>& busy, std::optional<uint64_t> ring) {
   std::vector<Entry>& table = entries();  // unshared from here on
   // Requests naming the same view share one tile.
   std::vector<size_t> uniq_of(requests.size());
@@ -121,7 +160,7 @@ SegmentLayout TensorPermutationTable::place(const std::vector<StaticRequest>& re
     miss_bytes.reserve(misses.size());
     for (size_t u : misses) miss_bytes.push_back(requests[uniq[u]].bytes);
     uint64_t cyclic_base = 0;
-    if (try_place(miss_bytes, cyclic_bytes, miss_local, cyclic_base)) {
+    if (try_place(miss_bytes, cyclic_bytes, busy, ring, miss_local, cyclic_base)) {
       std::vector<uint64_t> local(uniq.size());
       std::vector<bool> hit(uniq.size(), false);
       for (size_t u = 0; u < uniq.size(); ++u)
@@ -158,14 +197,7 @@ SegmentLayout TensorPermutationTable::place(const std::vector<StaticRequest>& re
         if (pass == 0 && pinned[e]) continue;
         if (victim < 0 || table[e].last_use < table[victim].last_use) victim = static_cast<int>(e);
       }
-    if (victim < 0) {
-      uint64_t total = cyclic_bytes;
-      for (size_t u : uniq) total += requests[u].bytes;
-      throw InternalError(
-          fmt::format("static segment: {} bytes of static tiles and cyclic "
-                      "segment do not fit a local memory of {} bytes",
-                      total, capacity_));
-    }
+    if (victim < 0) return std::nullopt;
     table.erase(table.begin() + victim);
   }
 }

@@ -6,7 +6,8 @@
 //
 // Layout: the static segment is allocated from both ends of the local memory toward the middle;
 // the cyclic segment (N sub-blocks) is one contiguous range in the free space between. A node
-// re-plans the layout at the start of every instruction (its pipeline is empty then).
+// re-plans the layout at the start of every instruction (its pipeline is empty then, or, with
+// LevelSpec::overlap, the earlier instruction's memory is kept clear: place_beside).
 //
 // Replacement: least recently used. An entry is used when it is inserted or hit; entries the
 // current instruction hits are pinned. When the requests and the cyclic segment do not fit, the
@@ -22,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "isa/tensor.h"
@@ -53,6 +55,16 @@ class TensorPermutationTable {
   // Throws InternalError when the requests and the cyclic segment exceed the capacity.
   SegmentLayout place(const std::vector<StaticRequest>& requests, uint64_t cyclic_bytes);
 
+  // The same while earlier instructions still run on the node (LevelSpec::overlap): the `busy`
+  // ranges of the local memory (their static tiles and cyclic segments) are kept, neither
+  // reused nor needed to stay in the table; the cyclic segment continues at `ring` when given
+  // (a busy cyclic segment of `cyclic_bytes`), else takes free space. Empty, the table
+  // unchanged, when the requests do not fit beside the busy ranges.
+  std::optional<SegmentLayout> place_beside(const std::vector<StaticRequest>& requests,
+                                            uint64_t cyclic_bytes,
+                                            const std::vector<std::pair<uint64_t, uint64_t>>& busy,
+                                            std::optional<uint64_t> ring);
+
   // The local address of `view` when resident (does not count as a use).
   std::optional<uint64_t> lookup(const isa::TensorRef& view) const;
 
@@ -77,9 +89,17 @@ class TensorPermutationTable {
     uint64_t local = 0, bytes = 0;
     uint64_t last_use = 0;
   };
-  // Tries to place the misses and the cyclic range around the current entries.
+  // Tries to place the misses and the cyclic range around the current entries and the busy
+  // ranges (the cyclic range at `ring` when given).
   bool try_place(const std::vector<uint64_t>& miss_bytes, uint64_t cyclic_bytes,
-                 std::vector<uint64_t>& miss_local, uint64_t& cyclic_base) const;
+                 const std::vector<std::pair<uint64_t, uint64_t>>& busy,
+                 std::optional<uint64_t> ring, std::vector<uint64_t>& miss_local,
+                 uint64_t& cyclic_base) const;
+  // place() and place_beside(): empty when only evicting everything would not make room.
+  std::optional<SegmentLayout> place_among(const std::vector<StaticRequest>& requests,
+                                           uint64_t cyclic_bytes,
+                                           const std::vector<std::pair<uint64_t, uint64_t>>& busy,
+                                           std::optional<uint64_t> ring);
 
   // Copy on write: folding copies whole subtrees of tables, most of them unchanged since.
   // The only way to change the entries; it forgets the cached digest.

@@ -229,7 +229,8 @@ struct BackendPair {
 // f1 with the data-movement features off (the machine of the numbers before they existed).
 const std::string kF1MovementOff =
     " --set levels.chip.keep_outputs=false --set levels.core.keep_outputs=false"
-    " --set levels.core.link.multicast=false";
+    " --set levels.core.link.multicast=false"
+    " --set levels.chip.overlap=false --set levels.core.overlap=false";
 
 BackendPair run_both(const std::string& machine, const std::string& program,
                      const std::string& mode, const std::string& sets = "") {
@@ -284,7 +285,7 @@ TEST_CASE(
       CAPTURE(machine);
       const BackendPair p = run_both(machine, "tests/rtl/int_merge.fasm", mode);
       CHECK(has(p.rtl.out, machine == "tiny" ? "  cycles        4005 at 1 GHz"
-                                             : "  cycles        1811 at 1 GHz"));
+                                             : "  cycles        1644 at 1 GHz"));
       if (mode == "functional") {
         CHECK(has(p.rtl.out,
                   "output p i16[20,101]: all 2020 elements match the reference bit for bit"));
@@ -308,7 +309,7 @@ TEST_CASE(
       CAPTURE(machine);
       const BackendPair p = run_both(machine, "tests/rtl/int_vector.fasm", mode);
       CHECK(has(p.rtl.out, machine == "tiny" ? "  cycles        4802 at 1 GHz"
-                                             : "  cycles        1910 at 1 GHz"));
+                                             : "  cycles        1155 at 1 GHz"));
       if (mode == "functional") {
         for (const char* line :
              {"output e i8[64,100]: all 6400 elements match", "output g i8[64,100]: all 6400",

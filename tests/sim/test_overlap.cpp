@@ -1,0 +1,175 @@
+// Exact-cycle tests of overlap below the root (LevelSpec::overlap): a node takes its parent's
+// next instruction while the pieces of the one before still drain through its pipeline.
+//
+// The machine: everything at 1 GHz (a cycle is 1 ns); the root (decode 1) and one leaf.
+//  - leaf: decode 1, 3 sub-blocks, 3 KiB; link 16 GB/s with 10 ns latency, so LD or WB of B
+//    bytes = 10 + B / 16 cycles (the 64 GB/s main memory shared by two transfers still gives
+//    each more than the link).
+//  - matrix unit 4x4: a [8,8] x [8,8] matmul takes 2 * 2 * 8 + 4 + 4 - 1 = 39 cycles.
+//  - one piece per instruction: a [8,8] f32 tile is 256 B, a + b + out 768 B fit a sub-block
+//    of 1 KiB; a and b are static operands (the view of every piece), out is cyclic.
+//  - the other data-movement features off: outputs are not kept, links do not broadcast.
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+
+#include "isa/error.h"
+#include "isa/reference.h"
+#include "sim/machine.h"
+#include "sim/trace.h"
+
+using namespace fracsim;
+using namespace fracsim::sim;
+
+namespace {
+
+const isa::OpTable& ops() { return isa::OpTable::builtin(); }
+
+std::string machine(bool overlap) {
+  return fmt::format(R"(machine: m
+decomposer: halving
+root:
+  clock: 1 GHz
+  lfu_throughput: 1
+  memory: {{capacity: 1 MiB, bandwidth: 64 GB/s}}
+levels:
+  - name: core
+    fanout: 1
+    memory: {{capacity: 3 KiB, bandwidth: 64 GB/s}}
+    link: {{bandwidth: 16 GB/s, latency: 10 ns}}
+    keep_outputs: false
+    overlap: {}
+    leaf:
+      matrix: {{rows: 4, cols: 4}}
+      vector: {{lanes: 8}}
+)",
+                     overlap);
+}
+
+isa::TensorRef f32(uint64_t address) {
+  return isa::make_tensor(address, isa::DType::f32, {1, 8, 8});
+}
+
+isa::Instruction matmul(uint64_t a, uint64_t b, uint64_t out) {
+  return isa::Instruction{ops().get("matmul").opcode, {f32(a), f32(b), f32(out)}, {0}};
+}
+
+// Two matmuls sharing b (at 4096); the second reads `second_a`.
+isa::Program two_matmuls(uint64_t second_a) {
+  isa::Program p;
+  p.name = "p";
+  p.footprint = 20480;
+  p.instructions = {matmul(0, 4096, 8192), matmul(second_a, 4096, 16384)};
+  isa::DataSegment d;
+  d.kind = isa::DataSegment::Kind::random;
+  d.count = p.footprint / 4;
+  d.seed = 7;
+  d.lo = -1;
+  d.hi = 1;
+  p.data = {d};
+  p.symbols = {isa::Symbol{"out", isa::SymbolRole::output, f32(16384)}};
+  return p;
+}
+
+RunResult run(bool overlap, const isa::Program& p, Mode mode, TraceRecorder* trace = nullptr) {
+  SimOptions o;
+  o.trace = trace;
+  return simulate(parse_machine_spec(machine(overlap), "m.yaml"), ops(), p, mode, o);
+}
+
+uint64_t counter(const RunResult& r, int node, Counter c) { return r.nodes.at(node).stats[c]; }
+
+// The trace event of stage `tid` of node `pid` from `ts` to `ts + dur` (nanoseconds).
+std::string event(int pid, int tid, int ts, int dur) {
+  return fmt::format(
+      R"({{"ph": "X", "name": "matmul", "pid": {}, "tid": {}, "ts": {:.6f}, "dur": {:.6f}}})", pid,
+      tid, ts / 1000.0, dur / 1000.0);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "two independent instructions overlap in the leaf: the second loads while the first runs") {
+  // The second reads a2 (12288) and b, writes out2; the first writes out1 (8192): no hazard.
+  // The root's pipeline lets both through at once (root ID 0 -> 1 and 1 -> 2, LD moves nothing).
+  // First:   leaf ID 1 -> 2, LD a1 + b 512 B: 10 + 32 = 42: 2 -> 44, EX 39: 44 -> 83,
+  //          WB out1 256 B: 10 + 16 = 26: 83 -> 109.
+  // overlap off: the root's EX waits for the first to write back before it issues the second.
+  //   Second: leaf ID 109 -> 110, LD a2 only (b is resident) 256 B: 26: 110 -> 136,
+  //           EX 136 -> 175, WB 175 -> 201.                                         201 cycles
+  // overlap on: the root issues the second at 2. It fits beside the first (a2's tile in the
+  //   free middle of the leaf's memory, the cyclic segment continued at sub-block 1), so the
+  //   leaf decodes it at 2 -> 3 and its LD takes it as soon as the first's load is done:
+  //   Second: LD a2 256 B: 26: 44 -> 70 (while the first executes), EX waits for the unit:
+  //           83 -> 122, WB waits for the channel: 122 -> 148.                      148 cycles
+  // The root's EX counts each instruction from issue to its last write-back: 108 + 92 off,
+  // 108 + 146 on.
+  const isa::Program p = two_matmuls(12288);
+  for (Mode mode : {Mode::timing, Mode::functional}) {
+    CAPTURE(mode == Mode::timing);
+    const RunResult off = run(false, p, mode);
+    CHECK(off.cycles == 201);
+    CHECK(counter(off, 0, Counter::execute_cycles) == 108 + 92);
+    CHECK(counter(off, 0, Counter::overlapped_pieces) == 0);
+    const RunResult on = run(true, p, mode);
+    CHECK(on.cycles == 148);
+    CHECK(counter(on, 0, Counter::execute_cycles) == 108 + 146);
+    CHECK(counter(on, 0, Counter::overlapped_pieces) == 1);
+    for (const RunResult* r : {&off, &on}) {
+      CHECK(counter(*r, 1, Counter::load_bytes) == 512 + 256);
+      CHECK(counter(*r, 1, Counter::load_cycles) == 42 + 26);
+      CHECK(counter(*r, 1, Counter::unit_cycles) == 39 + 39);
+      CHECK(counter(*r, 1, Counter::writeback_cycles) == 26 + 26);
+      CHECK(counter(*r, 1, Counter::hazard_cycles) == 0);
+    }
+    if (mode == Mode::functional) CHECK(on.memory == isa::run_reference(p, ops()));
+  }
+  // The leaf's stages on the timeline (tid 1 LD, 2 EX, 4 WB): the second's load starts at 44,
+  // before the first has written back (109).
+  TraceRecorder trace;
+  run(true, p, Mode::timing, &trace);
+  const std::string json = trace.json();
+  for (const std::string& e : {event(1, 1, 2, 42), event(1, 1, 44, 26), event(1, 2, 44, 39),
+                               event(1, 2, 83, 39), event(1, 4, 83, 26), event(1, 4, 122, 26)}) {
+    CAPTURE(e);
+    CHECK(json.find(e) != std::string::npos);
+  }
+}
+
+TEST_CASE("two dependent instructions do not overlap: the second waits for the first's result") {
+  // The second reads out1 (8192) as its a: read after write. The root's LD holds it until the
+  // first has written back at 109 (107 hazard cycles), then the leaf runs it as a drained
+  // leaf would, overlap or not: ID 109 -> 110, LD out1 256 B (b resident): 26: 110 -> 136,
+  // EX 136 -> 175, WB 175 -> 201.
+  const isa::Program p = two_matmuls(8192);
+  for (Mode mode : {Mode::timing, Mode::functional}) {
+    CAPTURE(mode == Mode::timing);
+    for (bool overlap : {false, true}) {
+      CAPTURE(overlap);
+      const RunResult r = run(overlap, p, mode);
+      CHECK(r.cycles == 201);
+      CHECK(counter(r, 0, Counter::hazard_cycles) == 107);
+      CHECK(counter(r, 0, Counter::overlapped_pieces) == 0);
+      CHECK(counter(r, 1, Counter::load_cycles) == 42 + 26);
+      if (mode == Mode::functional) CHECK(r.memory == isa::run_reference(p, ops()));
+    }
+  }
+  TraceRecorder trace;
+  run(true, p, Mode::timing, &trace);
+  CHECK(trace.json().find(event(1, 1, 110, 26)) != std::string::npos);
+}
+
+TEST_CASE("overlap is a per-level boolean: other values name the file, line and key") {
+  std::string yaml = machine(true);
+  yaml.replace(yaml.find("overlap: true"), 13, "overlap: sometimes");
+  CHECK_THROWS_WITH_AS(parse_machine_spec(yaml, "m.yaml"),
+                       "m.yaml:13: levels[0].overlap: expected true or false, got 'sometimes'",
+                       ConfigError);
+  const MachineSpec on = parse_machine_spec(machine(true), "m.yaml");
+  CHECK(on.levels[0].overlap);
+  CHECK(!parse_machine_spec(machine(false), "m.yaml").levels[0].overlap);
+  // Default on.
+  std::string absent = machine(true);
+  absent.erase(absent.find("    overlap: true\n"), 18);
+  CHECK(parse_machine_spec(absent, "m.yaml").levels[0].overlap);
+}
