@@ -69,8 +69,10 @@ TEST_CASE("folded and unfolded timing runs of the MLP agree on every scale machi
 }
 
 TEST_CASE("with the data-movement features on, folded and unfolded runs agree") {
-  // Broadcast over shared links (its groups split classes by their part in it) and outputs kept
-  // in the permutation tables, on the MLP up to 256 leaves and the shared-weights program.
+  // Broadcast over shared links (its groups split classes by their part in it), outputs kept
+  // in the permutation tables and instructions overlapping in the children (from 64 leaves on),
+  // on the MLP up to 256 leaves and the shared-weights program.
+  uint64_t overlapped = 0;
   for (const char* leaves : {"0004", "0016", "0064", "0256"}) {
     CAPTURE(leaves);
     MachineSpec spec =
@@ -78,13 +80,18 @@ TEST_CASE("with the data-movement features on, folded and unfolded runs agree") 
     for (LevelSpec& l : spec.levels) {
       l.link.multicast = true;
       l.keep_outputs = true;
+      l.overlap = true;
     }
     const RunResult f = simulate(spec, isa::OpTable::builtin(), mlp(), Mode::timing);
     check_same(f, unfolded(spec, mlp()));
     uint64_t broadcast = 0;
-    for (const NodeReport& n : f.nodes) broadcast += n.stats[Counter::broadcast_bytes];
+    for (const NodeReport& n : f.nodes) {
+      broadcast += n.stats[Counter::broadcast_bytes];
+      overlapped += n.stats[Counter::overlapped_pieces];
+    }
     CHECK(broadcast > 0);
   }
+  CHECK(overlapped > 0);
 }
 
 TEST_CASE("a pool too small for the classes at once is grown, with the same results") {
