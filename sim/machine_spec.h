@@ -1,4 +1,4 @@
-// The machine description, parsed once from YAML, validated, then immutable (see README,
+// The machine description, parsed once from YAML, validated, then immutable (see sim/README.md,
 // "Machine config"). The YAML tree has the shape of the machine: a root (the main memory and the
 // controller beside it), then the levels below it from the top down; the last level is the leaf.
 #pragma once

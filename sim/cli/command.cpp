@@ -78,7 +78,7 @@ const std::vector<Command>& commands() {
       {"config check", "CONFIG [--set KEY=VALUE]...", "check a machine config and print its shape",
        cmd_config_check},
       {"isa list", "", "one line per op of the instruction set", cmd_isa_list},
-      {"isa doc", "[-o FILE]", "the op reference in Markdown (isa/README.md is its output)",
+      {"isa doc", "[-o FILE]", "the op reference in Markdown (isa/ops/README.md is its output)",
        cmd_isa_doc},
       {"sweep",
        "SPEC [-j N | --slurm [--partition P] [--no-wait]] [--out DIR] [--plots] | --gather DIR",

@@ -224,7 +224,7 @@ TEST_CASE("fracsim help lists every command with its summary") {
            "  disasm        disassemble a binary program\n",
            "  config check  check a machine config and print its shape\n",
            "  isa list      one line per op of the instruction set\n",
-           "  isa doc       the op reference in Markdown (isa/README.md is its output)\n",
+           "  isa doc       the op reference in Markdown (isa/ops/README.md is its output)\n",
            "  verify        run directed and random vectors through an RTL unit and the "
            "reference\n",
            "  help          list the commands, or describe one\n",
