@@ -24,6 +24,12 @@ struct Digest {
 
 }  // namespace
 
+void TensorPermutationTable::insert_by_local(std::vector<Entry>& table, Entry e) {
+  const auto at = std::upper_bound(table.begin(), table.end(), e.local,
+                                   [](uint64_t local, const Entry& x) { return local < x.local; });
+  table.insert(at, std::move(e));
+}
+
 std::vector<TensorPermutationTable::Entry>& TensorPermutationTable::entries() {
   digest_known_ = false;
   if (!entries_)
@@ -37,17 +43,13 @@ bool TensorPermutationTable::try_place(const std::vector<uint64_t>& miss_bytes,
                                        uint64_t cyclic_bytes, std::vector<uint64_t>& miss_local,
                                        uint64_t& cyclic_base) const {
   const uint64_t usable = capacity_ / isa::kTileAlign * isa::kTileAlign;
-  std::vector<const Entry*> held;
-  if (entries_)
-    for (const Entry& e : *entries_) held.push_back(&e);
-  std::sort(held.begin(), held.end(),
-            [](const Entry* a, const Entry* b) { return a->local < b->local; });
   std::vector<Gap> gaps;
   uint64_t at = 0;
-  for (const Entry* e : held) {
-    if (e->local > at) gaps.push_back({at, e->local});
-    at = std::max(at, e->local + e->bytes);
-  }
+  if (entries_)
+    for (const Entry& e : *entries_) {  // in local order
+      if (e.local > at) gaps.push_back({at, e.local});
+      at = std::max(at, e.local + e.bytes);
+    }
   if (at < usable) gaps.push_back({at, usable});
 
   // Static tiles go as close to either end as they fit, keeping the middle free.
@@ -133,7 +135,7 @@ SegmentLayout TensorPermutationTable::place(const std::vector<StaticRequest>& re
       for (size_t m = 0; m < misses.size(); ++m) {
         const StaticRequest& rq = requests[uniq[misses[m]]];
         const auto span = rq.view.byte_span();
-        table.push_back(Entry{rq.view, span.first, span.second, miss_local[m], rq.bytes, 0});
+        insert_by_local(table, Entry{rq.view, span.first, span.second, miss_local[m], rq.bytes, 0});
         local[misses[m]] = miss_local[m];
       }
       // Uses in request order: the later a request, the more recently used.
@@ -186,7 +188,7 @@ void TensorPermutationTable::keep(const isa::TensorRef& view, uint64_t local, ui
                              return e.local < local + bytes && local < e.local + e.bytes;
                            }),
             all.end());
-  all.push_back(Entry{view, span.first, span.second, local, bytes, ++clock_});
+  insert_by_local(all, Entry{view, span.first, span.second, local, bytes, ++clock_});
 }
 
 int TensorPermutationTable::invalidate(uint64_t begin, uint64_t end) {

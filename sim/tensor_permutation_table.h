@@ -81,6 +81,9 @@ class TensorPermutationTable {
   bool try_place(const std::vector<uint64_t>& miss_bytes, uint64_t cyclic_bytes,
                  std::vector<uint64_t>& miss_local, uint64_t& cyclic_base) const;
 
+  // Entries lie in the order of their local addresses (they never overlap there), so that the
+  // free gaps are found in one pass.
+  static void insert_by_local(std::vector<Entry>& table, Entry e);
   // Copy on write: folding copies whole subtrees of tables, most of them unchanged since.
   // The only way to change the entries; it forgets the cached digest.
   std::vector<Entry>& entries();
