@@ -83,8 +83,8 @@ void size_accumulator(const isa::OpDef& op, const isa::OpTable& ops, Instruction
     if (!seen.insert(congruence_key(p)).second) continue;
     const uint64_t out = out_tile_bytes(op, p);
     acc = std::max(acc, out);
-    rest = std::max(rest, isa::piece_footprint(op, ops, p, node.fanout, node.model, node.level) -
-                              out);
+    rest =
+        std::max(rest, isa::piece_footprint(op, ops, p, node.fanout, node.model, node.level) - out);
   }
   plan.accumulator_bytes = acc;
   plan.subblock_bytes = acc + rest - static_bytes(plan);

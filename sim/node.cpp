@@ -140,8 +140,7 @@ void Node::invalidate_children(uint64_t begin, uint64_t end) {
   for (int i = 0; i < fanout_; ++i) tree.tpt(tree.child(tree_node_, i)).invalidate(begin, end);
 }
 
-Node::Piece* Node::make_piece(const isa::OpDef& op, size_t index, int subblock,
-                              int accumulator) {
+Node::Piece* Node::make_piece(const isa::OpDef& op, size_t index, int subblock, int accumulator) {
   const isa::Instruction& part = plan_->pieces[index];
   const bool first = index == 0;
   auto* p = new Piece;
@@ -313,9 +312,8 @@ void Node::id_step() {
           // before in it has written back.
           const bool resident = !plan_->holds_output.empty();
           const bool starts_group = resident && (i == 0 || !plan_->holds_output[i - 1]);
-          const int acc = starts_group && i > 0
-                              ? (accumulator_ + 1) % controller_.pipeline_depth
-                              : (i == 0 ? 0 : accumulator_);
+          const int acc = starts_group && i > 0 ? (accumulator_ + 1) % controller_.pipeline_depth
+                                                : (i == 0 ? 0 : accumulator_);
           if (starts_group && q.accumulator_busy[acc]) {
             sc_core::next_trigger(q.written_back);
             return;

@@ -82,9 +82,13 @@ TEST_CASE("with the data-movement features on, folded and unfolded runs agree") 
     }
     const RunResult f = simulate(spec, isa::OpTable::builtin(), mlp(), Mode::timing);
     check_same(f, unfolded(spec, mlp()));
-    uint64_t broadcast = 0;
-    for (const NodeReport& n : f.nodes) broadcast += n.stats[Counter::broadcast_bytes];
+    uint64_t broadcast = 0, resident = 0;
+    for (const NodeReport& n : f.nodes) {
+      broadcast += n.stats[Counter::broadcast_bytes];
+      resident += n.stats[Counter::resident_bytes];
+    }
     CHECK(broadcast > 0);
+    CHECK(resident > 0);
   }
 }
 

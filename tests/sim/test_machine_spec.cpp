@@ -305,8 +305,8 @@ TEST_CASE("a level's clock defaults to the clock of the level above") {
   CHECK(m.levels[1].controller.period_ps() == 2000);
   CHECK(m.effective["levels"][1]["clock"] == "500 MHz");
   CHECK(m.effective["levels"][0]["defaulted"] ==
-        nlohmann::ordered_json::array({"pipeline_depth", "decode_cycles", "keep_outputs",
-                                       "resident_partial_sums"}));
+        nlohmann::ordered_json::array(
+            {"pipeline_depth", "decode_cycles", "keep_outputs", "resident_partial_sums"}));
 }
 
 TEST_CASE("resident_partial_sums is a boolean of each level, true unless given") {

@@ -144,11 +144,18 @@ TEST_CASE("the reduced BERT layer on tiny.yaml matches the reference element by 
 }
 
 TEST_CASE("with the data-movement features on, tiny's functional runs match the reference") {
-  // tiny ships them off for its hand-derived tests; here every level has them on.
-  for (const char* name : {"resnet50-small", "bert-small"}) {
+  // tiny ships them off for its hand-derived tests; here every level has them on, under both
+  // policies (the search splits reduce dims serially where halving does not, so partial sums
+  // stay resident at both levels).
+  for (const auto& [name, policy] : {std::pair{"resnet50-small", isa::Policy::halving},
+                                     std::pair{"bert-small", isa::Policy::halving},
+                                     std::pair{"resnet50-small", isa::Policy::search},
+                                     std::pair{"bert-small", isa::Policy::search}}) {
     CAPTURE(name);
+    CAPTURE(isa::policy_name(policy));
     const isa::Program p = program(name);
     MachineSpec spec = load_machine_spec(kRoot + "/configs/tiny.yaml");
+    spec.decomposer = policy;
     for (LevelSpec& l : spec.levels) {
       l.keep_outputs = true;
       l.link.multicast = true;
@@ -159,10 +166,21 @@ TEST_CASE("with the data-movement features on, tiny's functional runs match the 
       CAPTURE(c.name);
       CHECK(c.match());
     }
-    CHECK(simulate(spec, isa::OpTable::builtin(), p, Mode::timing).cycles == r.cycles);
+    const RunResult t = simulate(spec, isa::OpTable::builtin(), p, Mode::timing);
+    CHECK(t.cycles == r.cycles);
     uint64_t hits = 0;
-    for (const NodeReport& n : r.nodes) hits += n.stats[Counter::static_hits];
+    std::vector<uint64_t> resident(spec.levels.size() + 1, 0);  // per level, the root first
+    for (const NodeReport& n : r.nodes) {
+      hits += n.stats[Counter::static_hits];
+      resident[static_cast<size_t>(n.level + 1)] += n.stats[Counter::resident_bytes];
+    }
     CHECK(hits > 0);
+    if (policy == isa::Policy::search) {
+      // Partial sums stay resident at both levels: the cluster's children accumulate into its
+      // memory, the cores' units into theirs.
+      CHECK(resident[1] > 0);
+      CHECK(resident[2] > 0);
+    }
   }
 }
 
