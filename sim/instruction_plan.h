@@ -38,6 +38,7 @@ struct NodeShape {
   // parallel split (null: halving).
   const isa::CostModel* model = nullptr;
   int level = 0;
+  bool resident = false;  // resident partial sums (LevelSpec::resident_partial_sums)
 };
 
 // The machine as the decomposer's cost model sees it (isa/decompose/cost_model.h), with the
@@ -52,6 +53,14 @@ struct InstructionPlan {
   std::vector<int> static_operands;     // operand indices held in the static segment
   std::vector<StaticRequest> requests;  // per static operand: its view and tile bytes
   uint64_t subblock_bytes = 0;          // one cyclic sub-block
+  // Resident partial sums (isa::SequentialPlan::holds_output, empty when no piece keeps its
+  // output). Every sub-block then starts with an accumulator of `accumulator_bytes` (the
+  // largest out tiles of a piece), the piece's other tiles after it: the pieces sharing an
+  // output tile (a group) keep it in the accumulator of sub-block (group % N). A group has at
+  // least two pieces and at most N are in flight, so group g has written back before group g + N
+  // starts.
+  std::vector<uint8_t> holds_output;
+  uint64_t accumulator_bytes = 0;
 };
 
 InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
@@ -71,7 +80,8 @@ std::vector<StaticRequest> translated_requests(const InstructionPlan& plan,
 // cyclic sub-block no later piece reuses (the last `depth`), as (view in the parent's memory,
 // local address, tile bytes), in piece order. Tiles lie as Node::make_piece packs them: the
 // non-static operands one after another from the sub-block's base, each aligned to kTileAlign;
-// piece i takes sub-block i % depth.
+// piece i takes sub-block i % depth. With resident partial sums, the output tiles of the last
+// `depth` groups, in their accumulators.
 struct HeldOutput {
   int operand = 0;
   isa::TensorRef view;

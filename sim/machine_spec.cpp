@@ -116,6 +116,7 @@ LevelSpec read_level(ConfigMapping& m, size_t index, bool last, uint64_t parent_
   spec.memory = read_memory(m);
   spec.link = read_link(m);
   spec.keep_outputs = m.boolean("keep_outputs", true);
+  spec.resident_partial_sums = m.boolean("resident_partial_sums", true);
   spec.is_leaf = last;
   if (last) {
     read_leaf(m, spec);

@@ -90,6 +90,11 @@ struct LevelSpec {
   // Outputs a node writes back stay in its tensor permutation table (resident where its last
   // pieces left them), so that a later instruction reading the same view hits.
   bool keep_outputs = true;
+  // A serial split along a reduce dim that accumulates (matmul's K, conv's Ci) issues the pieces
+  // sharing an output tile one after another and keeps that tile in local memory across them:
+  // the children accumulate into it in place; it is neither loaded for the accumulating pieces
+  // nor written back before the last of them.
+  bool resident_partial_sums = true;
   // Leaf level only.
   bool is_leaf = false;
   MatrixUnitSpec matrix;

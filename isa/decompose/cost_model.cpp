@@ -130,6 +130,13 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
   // what it reads (spans, not elements: the strided tiles of one output overlap): each such
   // piece runs alone, load, execute and write-back in turn.
   const double first = pieces / reduce_parts;
+  if (lc.resident && resident_split(op, instr, tile)) {
+    // Resident partial sums: no piece reloads its output tile, so none waits for a write-back,
+    // and one write-back serves the reduce_parts pieces of a tile.
+    const double resident_steady =
+        std::max({ld, ex, wb / reduce_parts, static_cast<double>(lc.decode_cycles)});
+    return stat / lc.bytes_per_cycle + ld + ex + wb + (pieces - 1) * resident_steady;
+  }
   const double serial = (ld + accumulated / lc.bytes_per_cycle) + ex + wb;
   return stat / lc.bytes_per_cycle + ld + ex + wb + (first - 1) * steady +
          (pieces - first) * serial;
@@ -159,6 +166,7 @@ double CostModel::node_cycles(int l, const OpDef& op, const OpTable& ops,
   NodeBudget budget{sub_block(lc.capacity, lc.depth), lc.fanout, lc.name};
   budget.model = this;
   budget.level = l;
+  budget.resident = lc.resident;
   std::vector<int64_t> tile;
   try {
     NodeBudget whole = budget;

@@ -40,6 +40,9 @@ struct LevelCost {
   double latency_cycles = 0;
   int64_t lfu_throughput = 1;  // elements per cycle its LFU combines (inner levels)
   int decode_cycles = 1;
+  // Resident partial sums: the pieces sharing an output tile run back to back, the tile staying
+  // in local memory (loaded by none of them, written back by the last).
+  bool resident = false;
   double child_clock_ratio = 1;  // this level's clock / its children's (their cycles to ours)
   LeafParams unit;               // the leaf's units (leaf level)
 };

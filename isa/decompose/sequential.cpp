@@ -302,13 +302,35 @@ std::vector<int64_t> choose_tiling(const OpDef& op, const OpTable& ops, const In
   return tile;
 }
 
+bool resident_split(const OpDef& op, const Instruction& instr, const std::vector<int64_t>& tile) {
+  const std::vector<int64_t> ext = dim_extents(op, instr);
+  bool accumulating = false;
+  for (size_t d = 0; d < ext.size(); ++d) {
+    if (op.dims[d].kind != DimKind::reduce || tile[d] >= ext[d]) continue;
+    if (op.dims[d].accumulate_attr.empty()) return false;
+    accumulating = true;
+  }
+  if (!accumulating) return false;
+  for (size_t o = 0; o < op.operands.size(); ++o) {
+    if (op.operands[o].role != OperandRole::in) continue;
+    const auto [a0, a1] = instr.operands[o].byte_span();
+    for (size_t w = 0; w < op.operands.size(); ++w) {
+      if (op.operands[w].role != OperandRole::out) continue;
+      const auto [b0, b1] = instr.operands[w].byte_span();
+      if (a0 < b1 && b0 < a1) return false;
+    }
+  }
+  return true;
+}
+
 SequentialPlan plan_sequential(const OpDef& op, const OpTable& ops, const Instruction& instr,
                                const NodeBudget& budget) {
   const std::vector<int64_t> ext = dim_extents(op, instr);
   const size_t nd = ext.size();
   const std::vector<int64_t> tile = choose_tiling(op, ops, instr, budget);
+  const bool resident = budget.resident && resident_split(op, instr, tile);
 
-  // Rebalance, then enumerate with reduce dims outermost.
+  // Rebalance, then enumerate with reduce dims outermost (resident: innermost).
   std::vector<std::vector<int64_t>> cb(nd), cl(nd);
   for (size_t d = 0; d < nd; ++d) {
     int64_t parts = ext[d] == 0 ? 1 : ceil_div(ext[d], tile[d]);
@@ -316,9 +338,11 @@ SequentialPlan plan_sequential(const OpDef& op, const OpTable& ops, const Instru
   }
   std::vector<size_t> order;
   for (size_t d = 0; d < nd; ++d)
-    if (op.dims[d].kind == DimKind::reduce) order.push_back(d);
+    if (op.dims[d].kind == DimKind::reduce && !resident) order.push_back(d);
   for (size_t d = 0; d < nd; ++d)
     if (op.dims[d].kind != DimKind::reduce) order.push_back(d);
+  for (size_t d = 0; d < nd; ++d)
+    if (op.dims[d].kind == DimKind::reduce && resident) order.push_back(d);
 
   SequentialPlan plan;
   std::vector<Instruction>& pieces = plan.pieces;
@@ -330,6 +354,13 @@ SequentialPlan plan_sequential(const OpDef& op, const OpTable& ops, const Instru
       r.len.push_back(cl[d][idx[d]]);
     }
     pieces.push_back(slice_instruction(op, instr, r));
+    if (resident) {
+      // The next piece continues this output tile unless every reduce dim is at its last chunk.
+      bool more = false;
+      for (size_t d = 0; d < nd; ++d)
+        more = more || (op.dims[d].kind == DimKind::reduce && idx[d] + 1 < cb[d].size());
+      plan.holds_output.push_back(more ? 1 : 0);
+    }
     int k = static_cast<int>(nd) - 1;
     for (; k >= 0; --k) {
       size_t d = order[k];

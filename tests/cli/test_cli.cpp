@@ -133,7 +133,7 @@ TEST_CASE("bad machine configs exit 2 naming file, line and key") {
   const Bad bad[] = {
       {"unknown.yaml", "    fanout: 2\n", "    fanout: 2\n    colour: red\n",
        "unknown.yaml:9: levels[0].colour: unknown key (expected one of: clock, decode_cycles, "
-       "fanout, keep_outputs, leaf, link, memory, name, pipeline_depth)"},
+       "fanout, keep_outputs, leaf, link, memory, name, pipeline_depth, resident_partial_sums)"},
       {"missing.yaml", "{bandwidth: 16 GB/s, latency: 10 ns}", "{latency: 10 ns}",
        "missing.yaml:10: levels[0].link.bandwidth: missing required key"},
       {"unit.yaml", "{bandwidth: 16 GB/s,", "{bandwidth: 16 GHz,",
@@ -141,6 +141,8 @@ TEST_CASE("bad machine configs exit 2 naming file, line and key") {
        "'16 GHz'"},
       {"fanout.yaml", "    fanout: 2\n", "    fanout: 0\n",
        "fanout.yaml:8: levels[0].fanout: must be at least 1, got 0"},
+      {"resident.yaml", "    fanout: 2\n", "    fanout: 2\n    resident_partial_sums: yes\n",
+       "resident.yaml:9: levels[0].resident_partial_sums: expected true or false, got 'yes'"},
   };
   for (const Bad& b : bad) {
     CAPTURE(b.name);

@@ -96,13 +96,13 @@ TEST_CASE("tiny.yaml's effective config lists every value and what was defaulted
        "memory": {"capacity": "512 KiB", "bandwidth": "64 GB/s", "latency": "2 ns", "banks": 4,
                   "defaulted": []},
        "link": {"bandwidth": "32 GB/s", "latency": "20 ns", "multicast": false, "defaulted": []},
-       "keep_outputs": false, "defaulted": []},
+       "keep_outputs": false, "resident_partial_sums": false, "defaulted": []},
       {"name": "core", "fanout": 2, "clock": "1 GHz", "pipeline_depth": 3, "decode_cycles": 1,
        "memory": {"capacity": "64 KiB", "bandwidth": "64 GB/s", "latency": "0 ps", "banks": 1,
                   "defaulted": ["latency", "banks"]},
        "link": {"bandwidth": "16 GB/s", "latency": "10 ns", "multicast": false,
                 "defaulted": []},
-       "keep_outputs": false,
+       "keep_outputs": false, "resident_partial_sums": false,
        "leaf": {"matrix": {"rows": 4, "cols": 4, "f32": {"rows": 4, "cols": 4},
                            "i16": {"rows": 4, "cols": 4}, "i8": {"rows": 4, "cols": 4},
                            "defaulted": ["f32", "i16", "i8"]},
@@ -207,7 +207,7 @@ TEST_CASE("the base machine of the error tests is valid") {
 TEST_CASE("an unknown key names the file, line, key and the keys expected there") {
   CHECK(error_of(with("  - name: core\n", "  - name: core\n    colour: red\n")) ==
         "bad.yaml:13: levels[1].colour: unknown key (expected one of: clock, decode_cycles, "
-        "fanout, keep_outputs, leaf, link, memory, name, pipeline_depth)");
+        "fanout, keep_outputs, leaf, link, memory, name, pipeline_depth, resident_partial_sums)");
   CHECK(error_of(with("32 GB/s}\n", "32 GB/s, size: 1 GiB}\n")) ==
         "bad.yaml:5: root.memory.size: unknown key (expected one of: bandwidth, banks, "
         "capacity, latency)");
@@ -305,7 +305,21 @@ TEST_CASE("a level's clock defaults to the clock of the level above") {
   CHECK(m.levels[1].controller.period_ps() == 2000);
   CHECK(m.effective["levels"][1]["clock"] == "500 MHz");
   CHECK(m.effective["levels"][0]["defaulted"] ==
-        nlohmann::ordered_json::array({"pipeline_depth", "decode_cycles", "keep_outputs"}));
+        nlohmann::ordered_json::array(
+            {"pipeline_depth", "decode_cycles", "keep_outputs", "resident_partial_sums"}));
+}
+
+TEST_CASE("resident_partial_sums is a boolean of each level, true unless given") {
+  const MachineSpec m = parse_machine_spec(kBase, "ok.yaml");
+  CHECK(m.levels[0].resident_partial_sums);
+  CHECK(m.levels[1].resident_partial_sums);
+  const MachineSpec off = parse_machine_spec(
+      with("  - name: core\n", "  - name: core\n    resident_partial_sums: false\n"), "ok.yaml");
+  CHECK(off.levels[0].resident_partial_sums);
+  CHECK_FALSE(off.levels[1].resident_partial_sums);
+  CHECK(off.effective["levels"][1]["resident_partial_sums"] == false);
+  CHECK(error_of(with("  - name: core\n", "  - name: core\n    resident_partial_sums: 1\n")) ==
+        "bad.yaml:13: levels[1].resident_partial_sums: expected true or false, got '1'");
 }
 
 TEST_CASE("zero capacities and bandwidths are rejected, negative quantities too") {
