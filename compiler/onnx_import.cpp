@@ -478,6 +478,7 @@ void OnnxImporter::import_node(const Node& n) {
       {"ReduceMean", [](OnnxImporter& im, const Node& n) { im.import_reduce(n, "mean"); }},
       {"ReduceMax", [](OnnxImporter& im, const Node& n) { im.import_reduce(n, "max"); }},
       {"ReduceMin", [](OnnxImporter& im, const Node& n) { im.import_reduce(n, "min"); }},
+      {"ReduceProd", [](OnnxImporter& im, const Node& n) { im.import_reduce(n, "prod"); }},
       {"TopK", [](OnnxImporter& im, const Node& n) { im.import_topk(n); }},
       {"LayerNormalization", [](OnnxImporter& im, const Node& n) { im.import_layernorm(n); }},
       {"Constant", [](OnnxImporter& im, const Node& n) { im.import_constant(n); }},
@@ -555,6 +556,19 @@ void OnnxImporter::import_node(const Node& n) {
       {"NegativeLogLikelihoodLoss",
        [](OnnxImporter& im, const Node& n) { im.import_nll(n, false); }},
       {"SoftmaxCrossEntropyLoss", [](OnnxImporter& im, const Node& n) { im.import_nll(n, true); }},
+      {"Resize", [](OnnxImporter& im, const Node& n) { im.import_resize(n, false); }},
+      {"Upsample", [](OnnxImporter& im, const Node& n) { im.import_resize(n, true); }},
+      {"Tile", [](OnnxImporter& im, const Node& n) { im.import_tile(n); }},
+      {"DepthToSpace", [](OnnxImporter& im, const Node& n) { im.import_depth_to_space(n, true); }},
+      {"SpaceToDepth", [](OnnxImporter& im, const Node& n) { im.import_depth_to_space(n, false); }},
+      {"Hardmax", [](OnnxImporter& im, const Node& n) { im.import_hardmax(n); }},
+      {"Shrink", [](OnnxImporter& im, const Node& n) { im.import_shrink(n); }},
+      {"IsInf", [](OnnxImporter& im, const Node& n) { im.import_isinf(n); }},
+      {"InstanceNormalization", [](OnnxImporter& im, const Node& n) { im.import_instancenorm(n); }},
+      {"MeanVarianceNormalization", [](OnnxImporter& im, const Node& n) { im.import_mvn(n); }},
+      {"EyeLike", [](OnnxImporter& im, const Node& n) { im.import_eyelike(n); }},
+      {"OneHot", [](OnnxImporter& im, const Node& n) { im.import_onehot(n); }},
+      {"CumSum", [](OnnxImporter& im, const Node& n) { im.import_cumsum(n); }},
   };
   auto op = kOps.find(n.op_type());
   if (op == kOps.end() && fold_ops().count(n.op_type())) {
