@@ -136,7 +136,12 @@ ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& i
   }
   std::vector<int64_t> parts(ext.size(), 1);
   int reduce_dim = -1;
-  if (!par.empty() && model && model->policy() == Policy::search && fanout > 1) {
+  const std::vector<int64_t>* pinned = model ? model->pinned_parts(level) : nullptr;
+  if (!par.empty() && pinned && fanout > 1) {
+    FRACSIM_ASSERT(pinned->size() == ext.size(), "pinned parts for {} dims, {} has {}",
+                   pinned->size(), op.name, ext.size());
+    for (int d : par) parts[d] = std::min((*pinned)[d], ext[d]);
+  } else if (!par.empty() && model && model->policy() == Policy::search && fanout > 1) {
     parts = model->parallel_parts(level, op, ops, instr, fanout);
   } else if (!par.empty()) {
     parts = best_parts(op, instr, ext, par, fanout).parts;
