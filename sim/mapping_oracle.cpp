@@ -134,10 +134,18 @@ OracleResult map_instruction(const MachineSpec& spec, const isa::OpTable& ops,
   for (const auto& v : values)
     r.tilings = r.tilings > (uint64_t{1} << 40) ? r.tilings : r.tilings * v.size();
   std::map<std::vector<int64_t>, bool> fits;  // rebalanced tiling -> legal and fitting
+  r.max_pieces = options.max_pieces;
+  auto pieces = [&](const std::vector<int64_t>& tile) {
+    uint64_t n = 1;
+    for (size_t d = 0; d < ext.size(); ++d)
+      if (ext[d] > 0) n *= static_cast<uint64_t>(ceil_div(ext[d], tile[d]));
+    return n;
+  };
   auto fitting = [&](const std::vector<int64_t>& tile) {
     auto [it, fresh] = fits.try_emplace(tile, false);
     if (fresh)
-      it->second = isa::tiling_legal(op, r.top, tile) &&
+      it->second = (options.max_pieces == 0 || pieces(tile) <= options.max_pieces) &&
+                   isa::tiling_legal(op, r.top, tile) &&
                    isa::tiling_cost(op, ops, r.top, tile, budget) <= isa::budget_limit(budget);
     return it->second;
   };
@@ -168,6 +176,21 @@ OracleResult map_instruction(const MachineSpec& spec, const isa::OpTable& ops,
     r.sampled = true;
     r.sample = options.sample;
     r.seed = options.seed;
+    std::set<MapCandidate> near;
+    if (fitting(r.chosen.tile))
+      for (std::vector<int64_t>& p : partitions(r.chosen.tile)) near.insert({r.chosen.tile, p});
+    for (size_t d = 0; d < values.size(); ++d)
+      for (int64_t v : values[d]) {
+        std::vector<int64_t> t = r.chosen.tile;
+        t[d] = v;
+        t = rebalanced(ext, t);
+        if (t == r.chosen.tile || !fitting(t)) continue;
+        std::vector<int64_t> p;
+        if (r.fanout > 1)
+          p = policy_parts(op, ops, model, isa::worst_case_piece(op, r.top, t), r.fanout);
+        near.insert({t, p});
+      }
+    r.neighbours = near.size();
     std::mt19937_64 rng(options.seed);
     std::set<MapCandidate> drawn;
     // Draws stop when the sample is full or the space seems exhausted.
@@ -177,9 +200,11 @@ OracleResult map_instruction(const MachineSpec& spec, const isa::OpTable& ops,
       const std::vector<int64_t> t = decode(rng() % r.tilings);
       if (!fitting(t)) continue;
       const std::vector<std::vector<int64_t>> ps = partitions(t);
-      drawn.insert({t, ps[rng() % ps.size()]});
+      MapCandidate c{t, ps[rng() % ps.size()]};
+      if (!near.count(c)) drawn.insert(std::move(c));
     }
-    candidates.assign(drawn.begin(), drawn.end());
+    candidates.assign(near.begin(), near.end());
+    candidates.insert(candidates.end(), drawn.begin(), drawn.end());
   }
 
   // Each candidate pinned at the top node; one that the node's plan cannot fit is counted, not
@@ -237,10 +262,14 @@ std::string oracle_text(const isa::OpTable& ops, const OracleResult& r, size_t s
                      r.space, r.fitting_tilings);
   else
     s += fmt::format(
-        "  space         a sample of {} candidates ({} asked, {} draws, std::mt19937_64 seed "
-        "{}): a tiling uniform over the product, redrawn until legal and fitting, then one of "
-        "its partitions uniformly\n",
-        r.rows.size() + r.unfit, r.sample, r.draws, r.seed);
+        "  space         a sample of {} candidates: the choice's {} neighbours (its tiling's "
+        "partitions; one dim's tile changed, the policy's partition) and {} drawn ({} draws, "
+        "std::mt19937_64 seed {}): a tiling uniform over the product, redrawn until legal and "
+        "fitting, then one of its partitions uniformly\n",
+        r.rows.size() + r.unfit, r.neighbours, r.rows.size() + r.unfit - r.neighbours, r.draws,
+        r.seed);
+  if (r.max_pieces > 0)
+    s += fmt::format("  limited to    tilings of at most {} pieces\n", r.max_pieces);
   s += fmt::format("  simulated     {} (timing mode, folded; {} whose plan does not fit the local "
                    "memory skipped)\n",
                    r.rows.size(), r.unfit);

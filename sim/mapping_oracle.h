@@ -30,12 +30,16 @@ struct MapCandidate {
 };
 
 struct OracleOptions {
-  // 0: every candidate of the space. Otherwise at most `sample` distinct candidates drawn with
+  // 0: every candidate of the space. Otherwise a sample: the choice's neighbourhood (every
+  // partition of its tiling; each tiling that changes one dim's tile, with the partition the
+  // policy gives its largest piece) and `sample` distinct candidates drawn with
   // std::mt19937_64 seeded by `seed`: a tiling uniformly from the product of the tile lengths
-  // (redrawn while it breaks the reduce order or does not fit), then a partition uniformly
-  // from that tiling's candidates.
+  // (redrawn while it breaks the reduce order, does not fit or has too many pieces), then a
+  // partition uniformly from that tiling's candidates.
   uint64_t sample = 0;
   uint64_t seed = 1;
+  // When > 0, only tilings of at most this many pieces (simulation time grows with them).
+  uint64_t max_pieces = 0;
 };
 
 struct OracleRow {
@@ -56,6 +60,8 @@ struct OracleResult {
   uint64_t space = 0;               // full enumeration: candidates (tilings x partitions)
   bool sampled = false;
   uint64_t sample = 0, seed = 0, draws = 0;
+  uint64_t neighbours = 0;  // sample: candidates of the choice's neighbourhood
+  uint64_t max_pieces = 0;
   uint64_t unfit = 0;  // candidates whose plan does not fit the local memory (not simulated)
   std::vector<OracleRow> rows;  // simulated candidates, fastest first (ties: candidate order)
   MapCandidate chosen;          // the policy's choice (parts: those of its first piece)

@@ -18,7 +18,7 @@ namespace fracsim::cli {
 namespace {
 
 struct MapFlags {
-  std::string config, workload, instruction, sample, seed = "1", shown = "10";
+  std::string config, workload, instruction, sample, seed = "1", shown = "10", max_pieces;
   std::vector<std::string> sets;
 };
 
@@ -30,11 +30,13 @@ po::options_description map_options(MapFlags& f) {
       "the program: a workload (.yaml, .onnx; compiled on the fly), a binary (.fbin) or an "
       "assembly text (.fasm)");
   add("instruction", po::value(&f.instruction)->required(),
-      "K: the program's instruction K, counted from 0 (as the layer names #K count)");
+      "K: the program's instruction K, counted from 0");
   add("sample", po::value(&f.sample),
-      "N: simulate a sample of N distinct candidates drawn with std::mt19937_64 instead of the "
-      "whole space");
+      "N: simulate the choice's neighbourhood and N distinct candidates drawn with "
+      "std::mt19937_64 instead of the whole space");
   add("seed", po::value(&f.seed)->default_value(f.seed), "S: the seed of --sample's draws");
+  add("max-pieces", po::value(&f.max_pieces),
+      "P: only tilings of at most P pieces at the top node (simulation time grows with them)");
   add("show", po::value(&f.shown)->default_value(f.shown), "N: the fastest candidates listed");
   add_set_option(opts, f.sets);
   return opts;
@@ -65,6 +67,7 @@ int cmd_map(const Command& self, const std::vector<std::string>& args) {
   sim::OracleOptions options;
   if (!f.sample.empty()) options.sample = count_flag("sample", f.sample, 1);
   options.seed = count_flag("seed", f.seed, 0);
+  if (!f.max_pieces.empty()) options.max_pieces = count_flag("max-pieces", f.max_pieces, 1);
   const uint64_t shown = count_flag("show", f.shown, 0);
 
   const isa::OpTable& ops = isa::OpTable::builtin();
