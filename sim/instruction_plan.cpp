@@ -78,15 +78,15 @@ InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
         largest_piece(op, ops, plan, node.fanout, node.model, node.level) - static_bytes(plan);
     return plan;
   };
-  if (const std::vector<int64_t>* tile = node.model ? node.model->pinned_tile(node.level, instr)
-                                                    : nullptr) {
+  if (const std::vector<int64_t>* tile =
+          node.model ? node.model->pinned_tile(node.level, instr) : nullptr) {
     InstructionPlan plan =
         finish(with_static_operands(op, instr, isa::plan_tiling(op, ops, instr, *tile)));
     const uint64_t need = static_bytes(plan) + n * plan.subblock_bytes;
     if (need > node.capacity)
-      throw ConfigError(fmt::format(
-          "{}: {}: the pinned tiling [{}] needs {} bytes but the local memory holds {}",
-          node.where, op.name, fmt::join(*tile, ", "), need, node.capacity));
+      throw ConfigError(
+          fmt::format("{}: {}: the pinned tiling [{}] needs {} bytes but the local memory holds {}",
+                      node.where, op.name, fmt::join(*tile, ", "), need, node.capacity));
     return plan;
   }
   // First choice: a tiling sized against the whole memory, keeping reused inputs whole in the

@@ -129,7 +129,8 @@ OracleResult map_instruction(const MachineSpec& spec, const isa::OpTable& ops,
   budget.model = &model;
   budget.level = 0;
   const bool leaf = top_level.is_leaf;
-  const std::vector<std::vector<int64_t>> values = isa::tile_values(op, r.top, leaf, {r.chosen.tile});
+  const std::vector<std::vector<int64_t>> values =
+      isa::tile_values(op, r.top, leaf, {r.chosen.tile});
   r.tilings = 1;
   for (const auto& v : values)
     r.tilings = r.tilings > (uint64_t{1} << 40) ? r.tilings : r.tilings * v.size();
@@ -270,9 +271,10 @@ std::string oracle_text(const isa::OpTable& ops, const OracleResult& r, size_t s
         r.seed);
   if (r.max_pieces > 0)
     s += fmt::format("  limited to    tilings of at most {} pieces\n", r.max_pieces);
-  s += fmt::format("  simulated     {} (timing mode, folded; {} whose plan does not fit the local "
-                   "memory skipped)\n",
-                   r.rows.size(), r.unfit);
+  s += fmt::format(
+      "  simulated     {} (timing mode, folded; {} whose plan does not fit the local "
+      "memory skipped)\n",
+      r.rows.size(), r.unfit);
   s += fmt::format("  {:>5}  {:>12}  {:>8}  {}\n", "rank", "cycles", "vs best", "tile | parts");
   auto row_text = [&](const std::string& rank, uint64_t cycles, const MapCandidate& c) {
     return fmt::format("  {:>5}  {:>12}  {:>+7.2f}%  {} | {}\n", rank, cycles,
@@ -284,9 +286,8 @@ std::string oracle_text(const isa::OpTable& ops, const OracleResult& r, size_t s
   s += row_text("chose", r.chosen_cycles, r.chosen);
   s += fmt::format(
       "  policy        {}: {} cycles (plain run; {} pinned), rank {} of {}, {} the candidates\n",
-      r.policy, r.chosen_cycles,
-      r.chosen_pinned_cycles, r.rank, r.rows.size() + (r.chosen_in_space ? 0 : 1),
-      r.chosen_in_space ? "among" : "not among");
+      r.policy, r.chosen_cycles, r.chosen_pinned_cycles, r.rank,
+      r.rows.size() + (r.chosen_in_space ? 0 : 1), r.chosen_in_space ? "among" : "not among");
   s += fmt::format("  gap           {:.2f}% (cycles(chosen) / cycles(best) - 1)\n", 100 * r.gap);
   return s;
 }

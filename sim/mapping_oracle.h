@@ -49,28 +49,28 @@ struct OracleRow {
 
 struct OracleResult {
   std::string program, machine, policy;
-  size_t index = 0;                 // the instruction, counted from 0
-  std::string layer;                // its name (isa::instruction_name)
-  isa::Instruction instruction;     // the program's
-  isa::Instruction top;             // what the top node receives: the root's largest part
-  std::string level_name;           // the top node's level
-  int fanout = 1;                   // its children
-  uint64_t tilings = 0;             // the product of the tile lengths per dim
-  uint64_t fitting_tilings = 0;     // full enumeration: those legal and fitting
-  uint64_t space = 0;               // full enumeration: candidates (tilings x partitions)
+  size_t index = 0;              // the instruction, counted from 0
+  std::string layer;             // its name (isa::instruction_name)
+  isa::Instruction instruction;  // the program's
+  isa::Instruction top;          // what the top node receives: the root's largest part
+  std::string level_name;        // the top node's level
+  int fanout = 1;                // its children
+  uint64_t tilings = 0;          // the product of the tile lengths per dim
+  uint64_t fitting_tilings = 0;  // full enumeration: those legal and fitting
+  uint64_t space = 0;            // full enumeration: candidates (tilings x partitions)
   bool sampled = false;
   uint64_t sample = 0, seed = 0, draws = 0;
   uint64_t neighbours = 0;  // sample: candidates of the choice's neighbourhood
   uint64_t max_pieces = 0;
   uint64_t unfit = 0;  // candidates whose plan does not fit the local memory (not simulated)
-  std::vector<OracleRow> rows;  // simulated candidates, fastest first (ties: candidate order)
-  MapCandidate chosen;          // the policy's choice (parts: those of its first piece)
-  uint64_t chosen_cycles = 0;   // a plain run
+  std::vector<OracleRow> rows;        // simulated candidates, fastest first (ties: candidate order)
+  MapCandidate chosen;                // the policy's choice (parts: those of its first piece)
+  uint64_t chosen_cycles = 0;         // a plain run
   uint64_t chosen_pinned_cycles = 0;  // the choice pinned as a candidate
   bool chosen_in_space = false;
-  size_t rank = 0;      // 1 + simulated candidates faster than the choice
-  uint64_t best = 0;    // least cycles among the candidates and the choice
-  double gap = 0;       // chosen_cycles / best - 1
+  size_t rank = 0;    // 1 + simulated candidates faster than the choice
+  uint64_t best = 0;  // least cycles among the candidates and the choice
+  double gap = 0;     // chosen_cycles / best - 1
 };
 
 // Throws ConfigError when `index` is past the program's instructions (naming the program and

@@ -48,8 +48,7 @@ std::vector<int64_t> candidate_parts(int64_t extent, bool leaf) {
   return out;
 }
 
-std::vector<std::vector<int64_t>> tile_values(const OpDef& op, const Instruction& instr,
-                                              bool leaf,
+std::vector<std::vector<int64_t>> tile_values(const OpDef& op, const Instruction& instr, bool leaf,
                                               const std::vector<std::vector<int64_t>>& starts) {
   const std::vector<int64_t> ext = dim_extents(op, instr);
   std::vector<std::vector<int64_t>> values(ext.size());

@@ -31,8 +31,7 @@ std::vector<int64_t> candidate_parts(int64_t extent, bool leaf);
 // The tile lengths per dim the search tries, ascending: ceil(extent / p) for the counts of
 // candidate_parts on splittable dims, plus each start's own length (the halving tiling the
 // search descends from); a dim that is not split has its extent only.
-std::vector<std::vector<int64_t>> tile_values(const OpDef& op, const Instruction& instr,
-                                              bool leaf,
+std::vector<std::vector<int64_t>> tile_values(const OpDef& op, const Instruction& instr, bool leaf,
                                               const std::vector<std::vector<int64_t>>& starts);
 
 // The parts per dim the search partitions a piece across `fanout` children with, in the order it

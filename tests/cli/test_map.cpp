@@ -31,7 +31,8 @@ TEST_CASE("map --help prints the synopsis and the oracle's options, exit 0") {
 }
 
 TEST_CASE("map: bad flags and an instruction out of range exit 2 naming the flag") {
-  CliResult r = run_fracsim("map -m configs/tiny.yaml -w workloads/mlp.yaml --instruction 0 --frob");
+  CliResult r =
+      run_fracsim("map -m configs/tiny.yaml -w workloads/mlp.yaml --instruction 0 --frob");
   CHECK(r.code == 2);
   CHECK(r.out == "error: fracsim map: unrecognised option '--frob' (see 'fracsim map --help')\n");
   r = run_fracsim("map -m configs/tiny.yaml -w workloads/mlp.yaml");
@@ -44,8 +45,7 @@ TEST_CASE("map: bad flags and an instruction out of range exit 2 naming the flag
   CHECK(r.out == "error: fracsim map: --instruction: expected a whole number, got 'x1'\n");
   r = run_fracsim("map -m configs/tiny.yaml -w workloads/mlp.yaml --instruction 0 --sample 0");
   CHECK(r.code == 2);
-  CHECK(r.out ==
-        "error: fracsim map: --sample: expected a whole number of at least 1, got '0'\n");
+  CHECK(r.out == "error: fracsim map: --sample: expected a whole number of at least 1, got '0'\n");
   r = run_fracsim("map -m configs/tiny.yaml -w workloads/mlp.yaml --instruction 99");
   CHECK(r.code == 2);
   CHECK(r.out ==

@@ -83,22 +83,25 @@ TEST_CASE("mapper quality: the search's choice is within 10% of the oracle's bes
   for (const Case& c : kCases) {
     const isa::Program& p = program(c.workload);
     const std::string machine = kRoot + "/configs/" + c.machine + ".yaml";
-    CAPTURE(c.what);
-    CAPTURE(c.workload);
+    const std::string what = c.what, workload = c.workload, on = c.machine;
+    CAPTURE(what);
+    CAPTURE(workload);
     CAPTURE(c.instruction);
-    CAPTURE(c.machine);
+    CAPTURE(on);
     REQUIRE(c.instruction < p.instructions.size());
     CHECK(isa::instruction_name(p, c.instruction) == c.layer);
     const OracleResult r =
         map_instruction(load_machine_spec(machine), ops, p, c.instruction, options);
-    table += fmt::format("{:<18} {:<12} {:>4} {:<18} {:>10} {:>10} {:>5} {:>4} {:>7.2f}%\n",
-                         c.what, c.workload, c.instruction, c.machine, r.chosen_cycles, r.best,
-                         r.rank, r.rows.size(), 100 * r.gap);
+    table += fmt::format("{:<18} {:<12} {:>4} {:<18} {:>8} {:>8} {:>8} {:>5} {:>4} {:>7.2f}%\n",
+                         c.what, c.workload, c.instruction, c.machine, r.chosen_cycles,
+                         r.chosen_pinned_cycles, r.best, r.rank, r.rows.size(), 100 * r.gap);
     CHECK(r.chosen_in_space);
-    CHECK(r.chosen_pinned_cycles == r.chosen_cycles);
+    // The choice pinned need not give the plain run's cycles here: a pin gives every piece the
+    // first piece's partition, where the policy decides per piece shape (edge pieces).
     CHECK(r.gap <= 0.10);
   }
-  MESSAGE("case               workload    instr machine             chosen       best  rank  of"
-          "      gap\n"
-          << table);
+  MESSAGE(
+      "case               workload    instr machine              chosen   pinned     best  rank"
+      "   of      gap\n"
+      << table);
 }

@@ -140,7 +140,8 @@ TEST_CASE("oracle: --sample draws distinct candidates with the seed, the same ea
   CHECK(a.neighbours == 15);
   REQUIRE(a.rows.size() == 35);
   for (size_t i = 0; i < a.rows.size(); ++i)
-    for (size_t j = i + 1; j < a.rows.size(); ++j) CHECK_FALSE(a.rows[i].candidate == a.rows[j].candidate);
+    for (size_t j = i + 1; j < a.rows.size(); ++j)
+      CHECK_FALSE(a.rows[i].candidate == a.rows[j].candidate);
   CHECK(oracle_text(ops, map_instruction(spec, ops, matmul_program(), 0, o), 20) ==
         oracle_text(ops, a, 20));
   o.seed = 8;
