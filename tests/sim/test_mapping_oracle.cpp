@@ -155,3 +155,19 @@ TEST_CASE("oracle: an instruction past the program's is a ConfigError naming the
       map_instruction(spec, isa::OpTable::builtin(), matmul_program(), 1, OracleOptions{}),
       "fracsim map: --instruction 1: program mm has 1 instructions (counted from 0)");
 }
+
+TEST_CASE("oracle: under the halving policy the choice is halving's, pinned as in a plain run") {
+  std::string text = kMachine;
+  text.replace(text.find("decomposer: search"), 18, "decomposer: halving");
+  const MachineSpec spec = parse_machine_spec(text, "two.yaml");
+  OracleOptions o;
+  o.sample = 5;
+  const OracleResult r = map_instruction(spec, isa::OpTable::builtin(), matmul_program(), 0, o);
+  CHECK(r.policy == "halving");
+  // Halving's partition of the 8 x 8 x 8 piece across 2 cores: M or N in 2 give equal work and
+  // bytes; the first found, N, is kept.
+  CHECK(r.chosen.tile == std::vector<int64_t>{1, 8, 8, 8});
+  CHECK(r.chosen.parts == std::vector<int64_t>{1, 1, 2, 1});
+  CHECK(r.chosen_in_space);
+  CHECK(r.chosen_pinned_cycles == r.chosen_cycles);
+}
