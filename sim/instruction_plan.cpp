@@ -4,6 +4,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "isa/decompose/localize.h"
 #include "isa/decompose/piece.h"
@@ -24,6 +25,7 @@ bool overlaps(std::pair<uint64_t, uint64_t> a, std::pair<uint64_t, uint64_t> b) 
 InstructionPlan with_static_operands(const isa::OpDef& op, const isa::Instruction& instr,
                                      isa::SequentialPlan seq) {
   InstructionPlan plan;
+  plan.tile = std::move(seq.tile);
   plan.pieces = std::move(seq.pieces);
   plan.finalize = std::move(seq.finalize);
   plan.holds_output = std::move(seq.holds_output);
@@ -104,6 +106,18 @@ InstructionPlan plan_for(const isa::OpDef& op, const isa::OpTable& ops,
           largest_piece(op, ops, plan, node.fanout, node.model, node.level) - static_bytes(plan);
     return plan;
   };
+  if (const std::vector<int64_t>* tile =
+          node.model ? node.model->pinned_tile(node.level, instr) : nullptr) {
+    InstructionPlan plan =
+        finish(with_static_operands(op, instr,
+                                    isa::plan_tiling(op, ops, instr, *tile, node.resident)));
+    const uint64_t need = static_bytes(plan) + n * plan.subblock_bytes;
+    if (need > node.capacity)
+      throw ConfigError(
+          fmt::format("{}: {}: the pinned tiling [{}] needs {} bytes but the local memory holds {}",
+                      node.where, op.name, fmt::join(*tile, ", "), need, node.capacity));
+    return plan;
+  }
   // First choice: a tiling sized against the whole memory, keeping reused inputs whole in the
   // static segment (loaded once) and N sub-blocks for the rest.
   if (n > 1) {

@@ -46,6 +46,7 @@ struct NodeShape {
 isa::CostModel cost_model(const MachineSpec& spec);
 
 struct InstructionPlan {
+  std::vector<int64_t> tile;             // the tile length per dim the pieces were cut by
   std::vector<isa::Instruction> pieces;  // in the parent's memory, in issue order
   // Work after the last piece, in place on the parent's memory (isa::plan_sequential: the
   // merge of runs sorted piece by piece), done by the node's LFU (at a leaf, its unit).
@@ -63,6 +64,8 @@ struct InstructionPlan {
   uint64_t accumulator_bytes = 0;
 };
 
+// With a tiling pinned for `instr` at the node's level (isa::CostModel::pinned_tile), the plan
+// of that tiling; ConfigError naming the node when it does not fit the local memory.
 InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
                                  const isa::Instruction& instr, const NodeShape& node);
 

@@ -67,12 +67,21 @@ uint64_t tiling_footprint(const OpDef& op, const OpTable& ops, const Instruction
 Instruction worst_case_piece(const OpDef& op, const Instruction& instr,
                              const std::vector<int64_t>& len);
 
+// What a tiling costs against the budget: the bytes of its largest piece (one sub-block), or,
+// with a capacity, of the whole local memory it needs (the static inputs once plus N
+// sub-blocks for the rest). It fits when the cost is at most budget_limit (the sub-block or the
+// capacity).
+uint64_t tiling_cost(const OpDef& op, const OpTable& ops, const Instruction& instr,
+                     const std::vector<int64_t>& tile, const NodeBudget& budget);
+uint64_t budget_limit(const NodeBudget& budget);
+
 // The tile length per dim the budget's policy chooses (the pieces of plan_sequential). Throws
 // as sequential() does when nothing fits.
 std::vector<int64_t> choose_tiling(const OpDef& op, const OpTable& ops, const Instruction& instr,
                                    const NodeBudget& budget);
 
 struct SequentialPlan {
+  std::vector<int64_t> tile;  // the tile length per dim the pieces were cut by
   std::vector<Instruction> pieces;
   // LFU work the node streams over its parent's memory after the pieces (the merge of sorted
   // runs when a "reduce: merge" dim was split serially). Its operands are parent views.
@@ -85,6 +94,12 @@ struct SequentialPlan {
 
 SequentialPlan plan_sequential(const OpDef& op, const OpTable& ops, const Instruction& instr,
                                const NodeBudget& budget);
+
+// The pieces of a given tiling (a tile length per dim, window dims ignored), rebalanced and in
+// issue order as plan_sequential gives them (with `resident_sums`, as for a budget with
+// resident partial sums); no check that they fit anything.
+SequentialPlan plan_tiling(const OpDef& op, const OpTable& ops, const Instruction& instr,
+                           const std::vector<int64_t>& tile, bool resident_sums = false);
 
 // Throws ConfigError naming budget.where, the op and its largest operand when even a piece of
 // extent 1 in every splittable dim does not fit.

@@ -71,6 +71,10 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
       {"run", "-m CONFIG -w PROGRAM [options]",
        "run a program (.fbin, .fasm) or workload (.yaml, .onnx) on a machine", cmd_run},
+      {"map", "-m CONFIG -w PROGRAM --instruction K [--sample N] [--seed S] [options]",
+       "the mapping oracle: simulate the top node's decomposition candidates for one "
+       "instruction and rank the policy's choice",
+       cmd_map},
       {"compile", "WORKLOAD -o X.fbin [options]",
        "compile a workload (.yaml, .onnx) to a binary program", cmd_compile},
       {"asm", "IN.fasm|- -o OUT.fbin", "assemble a text program", cmd_asm},

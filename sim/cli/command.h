@@ -43,6 +43,7 @@ int dispatch(int argc, char** argv);
 
 // The command functions, each in the file named after it.
 int cmd_run(const Command& self, const std::vector<std::string>& args);      // run_command.cpp
+int cmd_map(const Command& self, const std::vector<std::string>& args);      // map_command.cpp
 int cmd_compile(const Command& self, const std::vector<std::string>& args);  // program_commands
 int cmd_asm(const Command& self, const std::vector<std::string>& args);      // program_commands
 int cmd_disasm(const Command& self, const std::vector<std::string>& args);   // program_commands
