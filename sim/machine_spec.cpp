@@ -162,10 +162,13 @@ MachineSpec parse_machine_node(const YAML::Node& doc, const std::string& file) {
             "name", fmt::format("duplicate level name '{}' (levels[{}] has it too)", ls.name, j));
       }
     }
-    // Guards leaves() and nodes_at() against overflow; no real machine comes near this.
+    // Every node has its own report in a run (and in stats.json), several KiB each: a level of
+    // 2^20 nodes already needs gigabytes, so refuse more rather than run out of memory or time.
     if (__builtin_mul_overflow(nodes, static_cast<int64_t>(ls.fanout), &nodes) ||
-        nodes > (int64_t{1} << 48)) {
-      throw level.yaml().error("fanout", "makes the machine larger than 2^48 nodes");
+        nodes > kMaxLevelNodes) {
+      throw level.yaml().error(
+          "fanout", fmt::format("gives level {} more than {} nodes (2^20), the most fracsim simulates",
+                                ls.name, kMaxLevelNodes));
     }
     parent_clock = ls.controller.clock;
     levels_json.push_back(level.finish());

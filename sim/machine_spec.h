@@ -105,6 +105,8 @@ struct LevelSpec {
 
 // The decomposition policy of a config that names none.
 constexpr const char* kDefaultDecomposer = "search";
+// The most nodes one level of a machine may have (the leaves included).
+constexpr int64_t kMaxLevelNodes = int64_t{1} << 20;
 
 struct MachineSpec {
   std::string name;

@@ -84,6 +84,8 @@ const std::vector<Command>& commands() {
       {"isa list", "", "one line per op of the instruction set", cmd_isa_list},
       {"isa doc", "[-o FILE]", "the op reference in Markdown (isa/ops/README.md is its output)",
        cmd_isa_doc},
+      {"isa check", "FILE...",
+       "check op definitions (the form of isa/ops/*.yaml) against the shipped ops", cmd_isa_check},
       {"sweep",
        "SPEC [-j N | --slurm [--partition P] [--no-wait]] [--out DIR] [--plots] | --gather DIR",
        "run a sweep of machines, overrides, workloads and batches; one CSV row per run", cmd_sweep},

@@ -227,6 +227,8 @@ TEST_CASE("fracsim help lists every command with its summary") {
            "  config check  check a machine config and print its shape\n",
            "  isa list      one line per op of the instruction set\n",
            "  isa doc       the op reference in Markdown (isa/ops/README.md is its output)\n",
+           "  isa check     check op definitions (the form of isa/ops/*.yaml) against the "
+           "shipped ops\n",
            "  verify        run directed and random vectors through an RTL unit and the "
            "reference\n",
            "  help          list the commands, or describe one\n",
@@ -241,7 +243,8 @@ TEST_CASE("fracsim help lists every command with its summary") {
   CHECK(bare.out == r.out);
   CliResult bad = run_fracsim("isa frob");
   CHECK(bad.code == 2);
-  CHECK(bad.out == "error: fracsim isa: usage: fracsim isa list | fracsim isa doc [-o FILE]\n");
+  CHECK(bad.out == "error: fracsim isa: usage: fracsim isa list | fracsim isa doc [-o FILE] | fracsim isa "
+                   "check FILE...\n");
   bad = run_fracsim("help frob");
   CHECK(bad.code == 2);
   CHECK(bad.out == "error: fracsim help: unknown command 'frob' (see 'fracsim help')\n");

@@ -273,11 +273,14 @@ TEST_CASE("integers out of range name the bound and the value") {
         "bad.yaml:18: levels[1].leaf.vector.lanes: must be at least 1, got -8");
   CHECK(error_of(with("    fanout: 2\n    memory", "    fanout: 4294967296\n    memory")) ==
         "bad.yaml:13: levels[1].fanout: must be at most 2147483647, got 4294967296");
-  // 2^24 x (2^24 + 1) nodes: more than the guard against overflow allows.
-  const std::string huge = replaced(with("fanout: 2\n    lfu", "fanout: 16777216\n    lfu"),
-                                    "fanout: 2\n    memory", "fanout: 16777217\n    memory");
+  // 2^10 x (2^10 + 1) leaves: more than the 2^20 nodes a level may have; 2^10 x 2^10 is allowed.
+  const std::string huge = replaced(with("fanout: 2\n    lfu", "fanout: 1024\n    lfu"),
+                                    "fanout: 2\n    memory", "fanout: 1025\n    memory");
   CHECK(error_of(huge) ==
-        "bad.yaml:13: levels[1].fanout: makes the machine larger than 2^48 nodes");
+        "bad.yaml:13: levels[1].fanout: gives level core more than 1048576 nodes (2^20), the most "
+        "fracsim simulates");
+  CHECK(error_of(replaced(with("fanout: 2\n    lfu", "fanout: 1024\n    lfu"),
+                          "fanout: 2\n    memory", "fanout: 1024\n    memory")) == "(no error)");
   CHECK(error_of(with("    fanout: 2\n    memory", "    fanout: two\n    memory")) ==
         "bad.yaml:13: levels[1].fanout: expected an integer, got 'two'");
 }
