@@ -123,7 +123,8 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
       ctx.layers.back().levels.resize(spec.levels.size() + 1);
     }
     ctx.layers[it->second].instructions.push_back(i);
-    root.submit(Job{program.instructions[i], nullptr, {}, 0, 1, &completion, 0, it->second, 1});
+    root.submit(
+        Job{program.instructions[i], nullptr, {}, 0, 1, &completion, 0, it->second, 1, nullptr});
   }
 
   sc_core::sc_start();

@@ -13,11 +13,15 @@
 #include "isa/error.h"
 #include "isa/op_def.h"
 #include "isa/reference.h"
+#include "tests/common/program_inspect.h"
 #include "tests/compiler/onnx_model_builder.h"
 
 using namespace fracsim;
 using testing::OnnxModelBuilder;
+using testing::op_names;
 using testing::set_attr;
+using testing::symbol;
+using testing::values;
 
 namespace {
 
@@ -37,37 +41,6 @@ onnx::TensorProto tensor(int32_t type, std::vector<int64_t> dims, const std::vec
     if (type == kInt64) t.add_int64_data(static_cast<int64_t>(x));
   }
   return t;
-}
-
-const isa::Symbol& symbol(const isa::Program& p, const std::string& name) {
-  for (const isa::Symbol& s : p.symbols)
-    if (s.name == name) return s;
-  FAIL("no symbol ", name);
-  return p.symbols.front();
-}
-
-std::vector<std::string> op_names(const isa::Program& p) {
-  std::vector<std::string> names;
-  for (const isa::Instruction& in : p.instructions) {
-    const isa::OpDef& op = ops().get(in.opcode);
-    const int fn = op.attr_index("fn");
-    names.push_back(fn < 0 ? op.name : op.name + " " + op.enum_value("fn", in.attrs));
-  }
-  return names;
-}
-
-// The elements of symbol `name` in `image` (its initial contents for a weight).
-template <typename T>
-std::vector<T> values(const isa::Program& p, const std::vector<uint8_t>& image,
-                      const std::string& name) {
-  const isa::TensorRef& t = symbol(p, name).tensor;
-  std::vector<T> out;
-  isa::for_each_offset(t, [&](int64_t off) {
-    T v;
-    std::memcpy(&v, image.data() + t.address + off * sizeof(T), sizeof(T));
-    out.push_back(v);
-  });
-  return out;
 }
 
 isa::Program compile(const OnnxModelBuilder& b,
