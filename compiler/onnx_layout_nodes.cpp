@@ -31,35 +31,6 @@ namespace {
 using isa::DType;
 using isa::Shape;
 
-int32_t onnx_type(DType d) {
-  switch (d) {
-    case DType::f32:
-      return onnx::TensorProto::FLOAT;
-    case DType::f16:
-      return onnx::TensorProto::FLOAT16;
-    case DType::f64:
-      return onnx::TensorProto::DOUBLE;
-    case DType::i32:
-      return onnx::TensorProto::INT32;
-    case DType::i16:
-      return onnx::TensorProto::INT16;
-    case DType::i8:
-      return onnx::TensorProto::INT8;
-    case DType::i64:
-      return onnx::TensorProto::INT64;
-    case DType::u8:
-      return onnx::TensorProto::UINT8;
-    case DType::u16:
-      return onnx::TensorProto::UINT16;
-    case DType::u32:
-      return onnx::TensorProto::UINT32;
-    case DType::u64:
-      return onnx::TensorProto::UINT64;
-    default:
-      return onnx::TensorProto::BFLOAT16;
-  }
-}
-
 int64_t normalize_axis(const OnnxImporter& im, const onnx::NodeProto& n, int64_t axis,
                        int64_t rank) {
   if (axis < -rank || axis >= rank)
@@ -398,7 +369,7 @@ void OnnxImporter::import_eyelike(const Node& n) {
   int32_t type = 0;
   if (const TensorDesc* t = w_.find_tensor(n.input(0))) {
     shape = t->shape;
-    type = onnx_type(t->dtype);
+    type = onnx_type_of(t->dtype);
   } else if (auto c = constants_.find(n.input(0)); c != constants_.end()) {
     shape = tensor_shape(c->second);
     type = c->second.data_type();
@@ -450,7 +421,7 @@ void OnnxImporter::import_onehot(const Node& n) {
   Shape viewed = idx.shape;
   viewed.insert(viewed.begin() + axis, 1);
   add_layer(n, LayerKind::reshape, {idx.name}, idx.dtype, viewed, y + ".indices");
-  HostTensor iota{onnx_type(idx.dtype), Shape(static_cast<size_t>(rank - axis), 1), {}},
+  HostTensor iota{onnx_type_of(idx.dtype), Shape(static_cast<size_t>(rank - axis), 1), {}},
       back = iota;
   iota.shape[0] = back.shape[0] = depth;
   for (int64_t p = 0; p < depth; ++p) {

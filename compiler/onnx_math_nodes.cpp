@@ -21,46 +21,6 @@ namespace {
 using isa::DType;
 using isa::Shape;
 
-int32_t onnx_type_of(DType d) {
-  switch (d) {
-    case DType::f32:
-      return onnx::TensorProto::FLOAT;
-    case DType::i32:
-      return onnx::TensorProto::INT32;
-    case DType::i16:
-      return onnx::TensorProto::INT16;
-    case DType::i8:
-      return onnx::TensorProto::INT8;
-    case DType::u8:
-      return onnx::TensorProto::UINT8;
-    case DType::u16:
-      return onnx::TensorProto::UINT16;
-    case DType::u32:
-      return onnx::TensorProto::UINT32;
-    case DType::u64:
-      return onnx::TensorProto::UINT64;
-    case DType::i64:
-      return onnx::TensorProto::INT64;
-    case DType::f16:
-      return onnx::TensorProto::FLOAT16;
-    case DType::f64:
-      return onnx::TensorProto::DOUBLE;
-    default:
-      return onnx::TensorProto::BFLOAT16;
-  }
-}
-
-std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
-  Shape out(std::max(a.size(), b.size()), 1);
-  for (size_t i = 0; i < out.size(); ++i) {
-    const int64_t ea = i < a.size() ? a[a.size() - 1 - i] : 1;
-    const int64_t eb = i < b.size() ? b[b.size() - 1 - i] : 1;
-    if (ea != eb && ea != 1 && eb != 1) return std::nullopt;
-    out[out.size() - 1 - i] = std::max(ea, eb);
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string OnnxImporter::scalar_constant(const Node& n, const std::string& suffix, double value,

@@ -135,24 +135,12 @@ std::map<std::string, std::string> snapshot(const fs::path& dir) {
   return out;
 }
 
-struct Outcome {
-  int code = -1;
-  std::string out;
-};
+using Outcome = fracsim::testing::CliResult;
 
 // `fracsim ARGS` in `dir`, stdout and stderr together, killed after a minute (a hang is a bug).
 Outcome run_in(const fs::path& dir, const std::string& args) {
-  const std::string cmd = "cd '" + dir.string() + "' && timeout 60 '" + FRACSIM_BINARY + "' " +
-                          with_root(args) + " 2>&1";
-  Outcome r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return fracsim::testing::run_shell("cd '" + dir.string() + "' && timeout 60 '" + FRACSIM_BINARY + "' " +
+                            with_root(args) + " 2>&1");
 }
 
 // FRACSIM_BAD_INPUT=TEXT runs only the cases whose name holds TEXT, and prints their output.
