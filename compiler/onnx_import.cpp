@@ -71,7 +71,16 @@ Workload load_onnx(const std::string& path,
         fmt::format("{}: not an ONNX model (the file does not parse as an ONNX "
                     "ModelProto)",
                     path));
-  return import_onnx(model, path, input_values, options);
+  if (!model.has_graph())
+    throw ConfigError(fmt::format("{}: not an ONNX model (it has no graph)", path));
+  try {
+    return import_onnx(model, path, input_values, options);
+  } catch (const ConfigError& e) {
+    // Every message names the file, those of the tensor readers too.
+    const std::string what = e.what();
+    if (what.compare(0, path.size(), path) == 0) throw;
+    throw ConfigError(fmt::format("{}: {}", path, what));
+  }
 }
 
 // At options.batch the model is imported twice: as written, to find the inputs that carry the
@@ -80,6 +89,18 @@ Workload load_onnx(const std::string& path,
 Workload import_onnx(const onnx::ModelProto& model, const std::string& file,
                      const std::map<std::string, onnx::TensorProto>& input_values,
                      const CompileOptions& options) {
+  // Weights kept in files beside the model are not read: refuse them rather than take the
+  // weight for an input.
+  for (const onnx::TensorProto& t : model.graph().initializer())
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+      std::string location;
+      for (const auto& kv : t.external_data())
+        if (kv.key() == "location") location = kv.value();
+      throw ConfigError(fmt::format(
+          "{}: initializer '{}' keeps its data in an external file ('{}'); fracsim reads "
+          "models that hold their tensors (save the model without external data)",
+          file, t.name(), location));
+    }
   Workload w = import_written_or_batched(model, file, input_values, options);
   w.fuse = options.fuse;
   w.fold_batchnorm = options.fold_batchnorm;
@@ -314,6 +335,11 @@ void OnnxImporter::read_inputs() {
             file_, v.name(), d.has_dim_param() ? d.dim_param() : std::to_string(d.dim_value())));
       t.shape.push_back(d.dim_value());
     }
+    int64_t elements = 1;
+    for (int64_t e : t.shape)
+      if (__builtin_mul_overflow(elements, e, &elements) || elements > (int64_t{1} << 48))
+        throw ConfigError(fmt::format("{}: input '{}': {} has more than 2^48 elements", file_,
+                                      v.name(), isa::shape_str(t.shape)));
     w_.inputs.push_back(t);
   }
 }
@@ -478,6 +504,7 @@ void OnnxImporter::import_node(const Node& n) {
       {"ReduceMean", [](OnnxImporter& im, const Node& n) { im.import_reduce(n, "mean"); }},
       {"ReduceMax", [](OnnxImporter& im, const Node& n) { im.import_reduce(n, "max"); }},
       {"ReduceMin", [](OnnxImporter& im, const Node& n) { im.import_reduce(n, "min"); }},
+      {"ReduceProd", [](OnnxImporter& im, const Node& n) { im.import_reduce(n, "prod"); }},
       {"TopK", [](OnnxImporter& im, const Node& n) { im.import_topk(n); }},
       {"LayerNormalization", [](OnnxImporter& im, const Node& n) { im.import_layernorm(n); }},
       {"Constant", [](OnnxImporter& im, const Node& n) { im.import_constant(n); }},
@@ -555,6 +582,19 @@ void OnnxImporter::import_node(const Node& n) {
       {"NegativeLogLikelihoodLoss",
        [](OnnxImporter& im, const Node& n) { im.import_nll(n, false); }},
       {"SoftmaxCrossEntropyLoss", [](OnnxImporter& im, const Node& n) { im.import_nll(n, true); }},
+      {"Resize", [](OnnxImporter& im, const Node& n) { im.import_resize(n, false); }},
+      {"Upsample", [](OnnxImporter& im, const Node& n) { im.import_resize(n, true); }},
+      {"Tile", [](OnnxImporter& im, const Node& n) { im.import_tile(n); }},
+      {"DepthToSpace", [](OnnxImporter& im, const Node& n) { im.import_depth_to_space(n, true); }},
+      {"SpaceToDepth", [](OnnxImporter& im, const Node& n) { im.import_depth_to_space(n, false); }},
+      {"Hardmax", [](OnnxImporter& im, const Node& n) { im.import_hardmax(n); }},
+      {"Shrink", [](OnnxImporter& im, const Node& n) { im.import_shrink(n); }},
+      {"IsInf", [](OnnxImporter& im, const Node& n) { im.import_isinf(n); }},
+      {"InstanceNormalization", [](OnnxImporter& im, const Node& n) { im.import_instancenorm(n); }},
+      {"MeanVarianceNormalization", [](OnnxImporter& im, const Node& n) { im.import_mvn(n); }},
+      {"EyeLike", [](OnnxImporter& im, const Node& n) { im.import_eyelike(n); }},
+      {"OneHot", [](OnnxImporter& im, const Node& n) { im.import_onehot(n); }},
+      {"CumSum", [](OnnxImporter& im, const Node& n) { im.import_cumsum(n); }},
   };
   auto op = kOps.find(n.op_type());
   if (op == kOps.end() && fold_ops().count(n.op_type())) {

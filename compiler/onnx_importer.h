@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "compiler/batch.h"
+#include "compiler/onnx_fold.h"
 #include "compiler/onnx_import.h"
 #include "isa/error.h"
 
@@ -133,13 +134,35 @@ class OnnxImporter {
   void import_split(const Node& n);
   // onnx_loss_nodes.cpp: NegativeLogLikelihoodLoss, with softmax SoftmaxCrossEntropyLoss.
   void import_nll(const Node& n, bool softmax);
+  // onnx_resize_nodes.cpp: Resize and Upsample as per-axis gathers and matmuls.
+  void import_resize(const Node& n, bool upsample);
+  // onnx_layout_nodes.cpp: compositions of gathers, views, compares and selects.
+  // Along `axis` of `input` (shape `shape`) the elements `indices`, as the layer `name`.
+  std::string gather_axis(const Node& n, const std::string& input, size_t axis,
+                          const std::vector<int64_t>& indices, const std::string& name);
+  void import_pad_gather(const Node& n, const TensorDesc& x, const std::vector<int64_t>& pads,
+                         const std::string& mode);
+  void import_tile(const Node& n);
+  void import_depth_to_space(const Node& n, bool to_space);
+  void import_hardmax(const Node& n);
+  void import_shrink(const Node& n);
+  void import_isinf(const Node& n);
+  void import_instancenorm(const Node& n);
+  void import_mvn(const Node& n);
+  void import_eyelike(const Node& n);
+  void import_onehot(const Node& n);
+  void import_cumsum(const Node& n);
+  std::optional<HostTensor> optional_constant(const Node& n, int i, const std::string& what) const;
   // A composition's pieces: a constant scalar "<output>.<suffix>" of `dtype`; a layer
   // "<output>.<suffix>" (the node's output itself when suffix is empty) of kind/fn over
   // `inputs` broadcast; the tensor `name`, input of the node or constant, as a workload tensor.
   std::string scalar_constant(const Node& n, const std::string& suffix, double value,
                               isa::DType dtype);
+  // (A compare's dtype is u8, a select's its second input's, others the first input's, unless
+  // `dtype` says.) constant_tensor: the constant "<output>.<suffix>" as a weight; its name.
   std::string step(const Node& n, const std::string& suffix, LayerKind kind, const std::string& fn,
-                   std::vector<std::string> inputs);
+                   std::vector<std::string> inputs, std::optional<isa::DType> dtype = {});
+  std::string constant_tensor(const Node& n, const std::string& suffix, const HostTensor& value);
   const TensorDesc& data_by_name(const Node& n, const std::string& name);
 
   // Evaluates the node on the host when its inputs are constants (onnx_fold.h); whether it did.

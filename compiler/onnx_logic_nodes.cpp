@@ -33,26 +33,7 @@ std::vector<DType> select_dtypes() {
   return out;
 }
 
-std::optional<Shape> broadcast(const Shape& a, const Shape& b) {
-  Shape out(std::max(a.size(), b.size()), 1);
-  for (size_t i = 0; i < out.size(); ++i) {
-    const int64_t ea = i < a.size() ? a[a.size() - 1 - i] : 1;
-    const int64_t eb = i < b.size() ? b[b.size() - 1 - i] : 1;
-    if (ea != eb && ea != 1 && eb != 1) return std::nullopt;
-    out[out.size() - 1 - i] = std::max(ea, eb);
-  }
-  return out;
-}
-
 int64_t axis_in(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
-
-// The ONNX type of a tensor the importer made (u8 read as UINT8: a bool-valued one casts as
-// a number).
-int32_t onnx_type_of_dtype(DType d) {
-  for (int32_t t = onnx::TensorProto::FLOAT; t <= onnx::TensorProto::BFLOAT16; ++t)
-    if (t != onnx::TensorProto::BOOL && dtype_from_onnx(t) == d) return t;
-  return onnx::TensorProto::UNDEFINED;
-}
 
 }  // namespace
 
@@ -71,7 +52,7 @@ void OnnxImporter::import_cast(const Node& n, bool like) {
     else if (gi != graph_inputs_.end())
       to = gi->second->type().tensor_type().elem_type();
     else if (t)
-      to = onnx_type_of_dtype(t->dtype);
+      to = onnx_type_of(t->dtype);
     else
       throw error(n, "input 1 (target_type) is missing");
   } else {
@@ -112,7 +93,7 @@ void OnnxImporter::import_compare(const Node& n, const std::string& fn) {
     throw error(n, fmt::format("inputs of dtypes {} and {}", isa::dtype_name(x.dtype),
                                isa::dtype_name(y.dtype)));
   const std::string b = opset_ < 7 ? legacy_broadcast(n, a, x, y) : y.name;
-  auto out = broadcast(x.shape, w_.tensor(b).shape);
+  auto out = broadcast_shapes(x.shape, w_.tensor(b).shape);
   if (!out)
     throw error(n, fmt::format("input '{}' {} does not broadcast with {}", y.name,
                                isa::shape_str(y.shape), isa::shape_str(x.shape)));
@@ -133,7 +114,7 @@ void OnnxImporter::import_logic(const Node& n, const std::string& op) {
   }
   const TensorDesc y = data(n, 1, {DType::u8});
   const std::string b = opset_ < 7 ? legacy_broadcast(n, a, x, y) : y.name;
-  auto out = broadcast(x.shape, w_.tensor(b).shape);
+  auto out = broadcast_shapes(x.shape, w_.tensor(b).shape);
   if (!out)
     throw error(n, fmt::format("input '{}' {} does not broadcast with {}", y.name,
                                isa::shape_str(y.shape), isa::shape_str(x.shape)));
@@ -153,8 +134,8 @@ void OnnxImporter::import_where(const Node& n) {
   if (x.dtype != y.dtype)
     throw error(n, fmt::format("inputs of dtypes {} and {}", isa::dtype_name(x.dtype),
                                isa::dtype_name(y.dtype)));
-  auto out = broadcast(c.shape, x.shape);
-  if (out) out = broadcast(*out, y.shape);
+  auto out = broadcast_shapes(c.shape, x.shape);
+  if (out) out = broadcast_shapes(*out, y.shape);
   if (!out) throw error(n, "the condition and the inputs do not broadcast together");
   add_layer(n, LayerKind::select, {c.name, x.name, y.name}, x.dtype, *out);
 }

@@ -21,46 +21,6 @@ namespace {
 using isa::DType;
 using isa::Shape;
 
-int32_t onnx_type_of(DType d) {
-  switch (d) {
-    case DType::f32:
-      return onnx::TensorProto::FLOAT;
-    case DType::i32:
-      return onnx::TensorProto::INT32;
-    case DType::i16:
-      return onnx::TensorProto::INT16;
-    case DType::i8:
-      return onnx::TensorProto::INT8;
-    case DType::u8:
-      return onnx::TensorProto::UINT8;
-    case DType::u16:
-      return onnx::TensorProto::UINT16;
-    case DType::u32:
-      return onnx::TensorProto::UINT32;
-    case DType::u64:
-      return onnx::TensorProto::UINT64;
-    case DType::i64:
-      return onnx::TensorProto::INT64;
-    case DType::f16:
-      return onnx::TensorProto::FLOAT16;
-    case DType::f64:
-      return onnx::TensorProto::DOUBLE;
-    default:
-      return onnx::TensorProto::BFLOAT16;
-  }
-}
-
-std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
-  Shape out(std::max(a.size(), b.size()), 1);
-  for (size_t i = 0; i < out.size(); ++i) {
-    const int64_t ea = i < a.size() ? a[a.size() - 1 - i] : 1;
-    const int64_t eb = i < b.size() ? b[b.size() - 1 - i] : 1;
-    if (ea != eb && ea != 1 && eb != 1) return std::nullopt;
-    out[out.size() - 1 - i] = std::max(ea, eb);
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string OnnxImporter::scalar_constant(const Node& n, const std::string& suffix, double value,
@@ -71,8 +31,16 @@ std::string OnnxImporter::scalar_constant(const Node& n, const std::string& suff
   return name;
 }
 
+std::string OnnxImporter::constant_tensor(const Node& n, const std::string& suffix,
+                                          const HostTensor& value) {
+  const std::string name = n.output(0) + "." + suffix;
+  constants_[name] = to_proto(value, name);
+  return data_by_name(n, name).name;
+}
+
 std::string OnnxImporter::step(const Node& n, const std::string& suffix, LayerKind kind,
-                               const std::string& fn, std::vector<std::string> inputs) {
+                               const std::string& fn, std::vector<std::string> inputs,
+                               std::optional<DType> out_dtype) {
   Shape shape;
   DType dtype = DType::f32;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -89,6 +57,10 @@ std::string OnnxImporter::step(const Node& n, const std::string& suffix, LayerKi
       shape = *b;
     }
   }
+  // A select's dtype is its second input's; a compare's u8.
+  if (kind == LayerKind::select) dtype = w_.tensor(inputs[1]).dtype;
+  if (kind == LayerKind::compare) dtype = DType::u8;
+  if (out_dtype) dtype = *out_dtype;
   Layer& l = add_layer(n, kind, std::move(inputs), dtype, shape,
                        suffix.empty() ? "" : n.output(0) + "." + suffix);
   l.fn = fn;
@@ -341,9 +313,14 @@ void OnnxImporter::import_pad(const Node& n) {
                     : std::set<std::string>{"mode"});
   check_outputs(n, 1);
   const std::string mode = a.get_string("mode", "constant");
-  if (mode != "constant")
-    throw error(n, fmt::format("attribute 'mode' = '{}' is not supported (only constant)", mode));
-  const TensorDesc x = data(n, 0, {DType::f32, DType::i32, DType::i16, DType::i8});
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
+    throw error(n, fmt::format("attribute 'mode' = '{}' is not supported (constant, edge, "
+                               "reflect)",
+                               mode));
+  const TensorDesc x =
+      data(n, 0,
+           mode == "constant" ? std::vector<DType>{DType::f32, DType::i32, DType::i16, DType::i8}
+                              : isa_input_dtypes("eltwise", "fn", "max"));
   const size_t rank = x.shape.size();
   std::vector<int64_t> pads;
   double value = 0;
@@ -352,7 +329,7 @@ void OnnxImporter::import_pad(const Node& n) {
     value = a.get_float("value", 0);
   } else {
     pads = constant_ints(n, 1, "pads");
-    if (has_input(n, 2)) {
+    if (has_input(n, 2) && mode == "constant") {
       auto c = constants_.find(n.input(2));
       auto h = c == constants_.end() ? std::nullopt : host_tensor(c->second);
       if (!h || h->v.size() != 1)
@@ -369,6 +346,7 @@ void OnnxImporter::import_pad(const Node& n) {
       throw error(n, fmt::format("negative pads {} are not supported", pads));
     out[i] += pads[i] + pads[rank + i];
   }
+  if (mode != "constant") return import_pad_gather(n, x, pads, mode);
   Layer& l = add_layer(n, LayerKind::pad, {x.name}, x.dtype, out);
   l.padding = pads;
   l.alpha = value;

@@ -350,7 +350,10 @@ void OnnxImporter::import_reduce_composite(const Node& n, const std::string& pre
                                            const std::string& post) {
   std::string in = n.input(0);
   if (!pre.empty()) {
-    const TensorDesc x = data(n, 0);
+    // exp has an f64 row (ReduceLogSumExp on doubles); square and abs are f32.
+    const TensorDesc x = data(
+        n, 0,
+        pre == "exp" ? std::vector<DType>{DType::f32, DType::f64} : std::vector<DType>{DType::f32});
     Layer& l = add_layer(n, pre == "square" ? LayerKind::eltwise : LayerKind::activation,
                          pre == "square" ? std::vector<std::string>{x.name, x.name}
                                          : std::vector<std::string>{x.name},
@@ -373,12 +376,15 @@ void OnnxImporter::import_reduce(const Node& n, const std::string& fn, const std
               axes_input ? std::set<std::string>{"keepdims", "noop_with_empty_axes"}
                          : std::set<std::string>{"axes", "keepdims"});
   check_outputs(n, 1);
-  // Reductions of i8 and i16 accumulate into i32 in the ISA where ONNX keeps the input type.
+  // Reductions of i8 and i16 accumulate into i32 in the ISA where ONNX keeps the input type;
+  // f64 has sum only.
   const TensorDesc x =
       !input.empty() && input != n.input(0)
           ? w_.tensor(input)
           : data(n, 0,
-                 fn == "mean" ? std::vector<DType>{} : std::vector<DType>{DType::f32, DType::i32});
+                 fn == "mean"  ? std::vector<DType>{}
+                 : fn == "sum" ? std::vector<DType>{DType::f32, DType::i32, DType::f64}
+                               : std::vector<DType>{DType::f32, DType::i32});
   const int64_t rank = static_cast<int64_t>(x.shape.size());
   std::vector<int64_t> axes;
   if (axes_input) {

@@ -1,9 +1,11 @@
 #include "compiler/onnx_tensor.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
 
+#include "compiler/onnx_import.h"
 #include "isa/error.h"
 
 namespace fracsim::compiler {
@@ -83,6 +85,23 @@ std::vector<int64_t> tensor_ints(const onnx::TensorProto& t) {
     }
   }
   check_count(t, out.size());
+  return out;
+}
+
+int32_t onnx_type_of(isa::DType d) {
+  for (int32_t t = onnx::TensorProto::FLOAT; t <= onnx::TensorProto::BFLOAT16; ++t)
+    if (t != onnx::TensorProto::BOOL && dtype_from_onnx(t) == d) return t;
+  return onnx::TensorProto::UNDEFINED;
+}
+
+std::optional<isa::Shape> broadcast_shapes(const isa::Shape& a, const isa::Shape& b) {
+  isa::Shape out(std::max(a.size(), b.size()), 1);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int64_t ea = i < a.size() ? a[a.size() - 1 - i] : 1;
+    const int64_t eb = i < b.size() ? b[b.size() - 1 - i] : 1;
+    if (ea != eb && ea != 1 && eb != 1) return std::nullopt;
+    out[out.size() - 1 - i] = std::max(ea, eb);
+  }
   return out;
 }
 

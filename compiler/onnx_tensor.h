@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include <onnx/onnx_pb.h>
@@ -11,6 +12,13 @@
 #include "isa/tensor.h"
 
 namespace fracsim::compiler {
+
+// The ONNX element type of a tensor the importer made: the inverse of dtype_from_onnx, BOOL
+// aside (a bool is a u8 of 0 or 1 and reads as UINT8); UNDEFINED for a dtype ONNX lacks.
+int32_t onnx_type_of(isa::DType d);
+
+// numpy's broadcast of two shapes, or nothing when they do not broadcast.
+std::optional<isa::Shape> broadcast_shapes(const isa::Shape& a, const isa::Shape& b);
 
 isa::Shape tensor_shape(const onnx::TensorProto& t);
 // Whether the tensor carries its elements (an initializer may come without, or with external

@@ -54,7 +54,7 @@ enum class LayerKind {
   log_softmax,  // axis
   global_maxpool,
   gemm,         // alpha, beta, trans_a, trans_b; inputs a, b and optionally c
-  reduce,       // fn is sum, mean, max or min over `axes`
+  reduce,       // fn is sum, mean, max, min or prod over `axes`
   topk,         // k, axis, largest; second output: the indices (i32)
   zero_insert,  // the input spread out by `stride` into a zero tensor, from the offsets
                 // `padding` (one per spatial dim): a transposed convolution's input

@@ -1,5 +1,5 @@
 // Generated forms of the op table: the one-line-per-op listing (`fracsim isa list`) and the
-// Markdown op reference (`fracsim isa doc`, committed as isa/README.md).
+// Markdown op reference (`fracsim isa doc`, committed as isa/ops/README.md).
 #pragma once
 
 #include <string>

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -48,6 +49,17 @@ std::map<std::string, int64_t> bind_dims(const OpDef& op, const Instruction& ins
                                od.dims[d], it->second, t.shape[d], od.name));
     }
   }
+  // Attribute values first: the dtype rows below may depend on them.
+  for (size_t a = 0; a < op.attributes.size(); ++a) {
+    const AttrDef& ad = op.attributes[a];
+    const int64_t v = instr.attrs[a];
+    const bool ok =
+        ad.type == AttrType::integer ||
+        (ad.type == AttrType::real && !std::isnan(attr_to_real(v))) ||
+        (ad.type == AttrType::boolean && (v == 0 || v == 1)) ||
+        (ad.type == AttrType::enumeration && v >= 0 && v < static_cast<int64_t>(ad.values.size()));
+    if (!ok) throw fail(fmt::format("attribute {} has an invalid value {}", ad.name, v));
+  }
   bool dtype_ok = false;
   const DTypeRowLimit* limited = nullptr;  // a matching row whose `only:` excludes the attrs
   for (size_t r = 0; r < op.dtypes.size(); ++r) {
@@ -77,12 +89,6 @@ std::map<std::string, int64_t> bind_dims(const OpDef& op, const Instruction& ins
   for (size_t a = 0; a < op.attributes.size(); ++a) {
     const AttrDef& ad = op.attributes[a];
     int64_t v = instr.attrs[a];
-    bool ok =
-        ad.type == AttrType::integer ||
-        (ad.type == AttrType::real && !std::isnan(attr_to_real(v))) ||
-        (ad.type == AttrType::boolean && (v == 0 || v == 1)) ||
-        (ad.type == AttrType::enumeration && v >= 0 && v < static_cast<int64_t>(ad.values.size()));
-    if (!ok) throw fail(fmt::format("attribute {} has an invalid value {}", ad.name, v));
     if (ad.type == AttrType::enumeration &&
         std::find(ad.float_only.begin(), ad.float_only.end(), ad.values[v]) != ad.float_only.end())
       for (const TensorRef& t : instr.operands)
@@ -135,15 +141,92 @@ std::string instruction_name(const Program& p, size_t i) {
   return fmt::format("#{}", i);
 }
 
+namespace {
+
+// Whether every byte offset of `t` ((extent - 1) * stride summed, plus the address) fits 64
+// bits, so that byte_span() cannot wrap around (strides are checked non-negative first).
+bool fits_64_bits(const TensorRef& t) {
+  uint64_t reach = 0;
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    if (t.shape[d] <= 0) return true;  // an empty tensor spans no bytes
+    uint64_t r = 0;
+    if (__builtin_mul_overflow(static_cast<uint64_t>(t.shape[d] - 1),
+                               static_cast<uint64_t>(t.strides[d]), &r) ||
+        __builtin_add_overflow(reach, r, &reach))
+      return false;
+  }
+  uint64_t bytes = 0;
+  return !__builtin_add_overflow(reach, uint64_t{1}, &reach) &&
+         !__builtin_mul_overflow(reach, uint64_t{dtype_size(t.dtype)}, &bytes) &&
+         !__builtin_add_overflow(bytes, t.address, &bytes);
+}
+
+// The byte offsets of every element of `t`, sorted.
+std::vector<uint64_t> element_bytes(const TensorRef& t) {
+  std::vector<uint64_t> out;
+  const uint64_t es = dtype_size(t.dtype);
+  for_each_offset(t, [&](int64_t off) { out.push_back(t.address + off * es); });
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// An output may be the very view an input is (in place), or share no byte with it: any other
+// overlap makes the result depend on the order the machine computes the pieces in. Views
+// whose byte spans meet are compared element by element (interleaved views share a span
+// without sharing a byte); views of more than kMaxCompared elements are not compared.
+void check_overlaps(const OpDef& op, const Instruction& in, const std::string& where) {
+  constexpr int64_t kMaxCompared = int64_t{1} << 22;
+  for (size_t o = 0; o < in.operands.size(); ++o) {
+    if (op.operands[o].role != OperandRole::out) continue;
+    const TensorRef& out = in.operands[o];
+    const auto [olo, ohi] = out.byte_span();
+    for (size_t k = 0; k < in.operands.size(); ++k) {
+      if (k == o) continue;
+      const TensorRef& other = in.operands[k];
+      const auto [lo, hi] = other.byte_span();
+      if (lo >= ohi || olo >= hi || olo == ohi || lo == hi) continue;
+      if (op.operands[k].role == OperandRole::in && other.address == out.address &&
+          other.dtype == out.dtype && other.shape == out.shape && other.strides == out.strides)
+        continue;
+      if (out.elements() > kMaxCompared || other.elements() > kMaxCompared) continue;
+      const std::vector<uint64_t> a = element_bytes(out), b = element_bytes(other);
+      const uint64_t es = dtype_size(out.dtype), eb = dtype_size(other.dtype);
+      // Two element lists overlap when some [x, x + es) meets some [y, y + eb).
+      bool meets = false;
+      for (size_t i = 0, j = 0; i < a.size() && j < b.size() && !meets;) {
+        if (a[i] + es <= b[j])
+          ++i;
+        else if (b[j] + eb <= a[i])
+          ++j;
+        else
+          meets = true;
+      }
+      if (meets)
+        throw ConfigError(fmt::format(
+            "{}: output {} overlaps {} {} without being the same view (bytes [{:#x}, {:#x}) and "
+            "[{:#x}, {:#x})); an output may only alias an input exactly",
+            where, op.operands[o].name,
+            op.operands[k].role == OperandRole::out ? "output" : "input", op.operands[k].name,
+            olo, ohi, lo, hi));
+    }
+  }
+}
+
+}  // namespace
+
 void validate_program(const Program& p, const OpTable& ops, const std::string& source) {
   if (!p.instruction_names.empty() && p.instruction_names.size() != p.instructions.size())
     throw ConfigError(fmt::format("{}: {} instruction names for {} instructions", source,
                                   p.instruction_names.size(), p.instructions.size()));
   auto check_span = [&](const TensorRef& t, const std::string& what) {
-    auto [lo, hi] = t.byte_span();
     for (size_t d = 0; d < t.strides.size(); ++d)
       if (t.strides[d] < 0)
         throw ConfigError(fmt::format("{}: {}: negative strides are not supported", source, what));
+    if (!fits_64_bits(t))
+      throw ConfigError(fmt::format(
+          "{}: {}: extents {} and strides {} reach past 2^64 bytes", source, what,
+          fmt::join(t.shape, ","), fmt::join(t.strides, ",")));
+    auto [lo, hi] = t.byte_span();
     if (hi > p.footprint)
       throw ConfigError(
           fmt::format("{}: {}: bytes [{:#x}, {:#x}) lie outside the program's "
@@ -160,6 +243,7 @@ void validate_program(const Program& p, const OpTable& ops, const std::string& s
     for (size_t k = 0; k < in.operands.size(); ++k)
       check_span(in.operands[k],
                  fmt::format("instruction {} ({}) operand {}", i, op->name, op->operands[k].name));
+    check_overlaps(*op, in, fmt::format("{}: instruction {} ({})", source, i, op->name));
   }
   for (const DataSegment& d : p.data) {
     TensorRef t = make_tensor(d.address, d.dtype, {static_cast<int64_t>(d.count)});
@@ -169,7 +253,13 @@ void validate_program(const Program& p, const OpTable& ops, const std::string& s
                                     source, d.address, d.bytes.size(), d.count,
                                     dtype_name(d.dtype)));
   }
-  for (const Symbol& s : p.symbols) check_span(s.tensor, "symbol " + s.name);
+  for (size_t k = 0; k < p.symbols.size(); ++k) {
+    const Symbol& s = p.symbols[k];
+    check_span(s.tensor, "symbol " + s.name);
+    for (size_t j = 0; j < k; ++j)
+      if (p.symbols[j].name == s.name)
+        throw ConfigError(fmt::format("{}: symbol '{}' is declared twice", source, s.name));
+  }
 }
 
 }  // namespace fracsim::isa

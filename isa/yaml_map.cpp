@@ -2,25 +2,55 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 namespace fracsim {
+namespace {
 
-YAML::Node load_yaml_string(const std::string& text, const std::string& name) {
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw config_error_at(name, e.mark.line + 1, "", "YAML syntax error: " + e.msg);
+// yaml-cpp keeps both entries of a key given twice and lookups see the first: refuse the file
+// rather than silently ignore one of the two values.
+void check_unique_keys(const YAML::Node& node, const std::string& name) {
+  if (node.IsSequence()) {
+    for (const YAML::Node& child : node) check_unique_keys(child, name);
+  } else if (node.IsMap()) {
+    std::map<std::string, int> seen;  // key -> line
+    for (const auto& kv : node) {
+      if (kv.first.IsScalar()) {
+        const int line = kv.first.Mark().line + 1;
+        auto [it, fresh] = seen.emplace(kv.first.Scalar(), line);
+        if (!fresh)
+          throw config_error_at(name, line, kv.first.Scalar(),
+                                fmt::format("duplicate key (first given at line {})", it->second));
+      }
+      check_unique_keys(kv.second, name);
+    }
   }
 }
 
+}  // namespace
+
+YAML::Node load_yaml_string(const std::string& text, const std::string& name) {
+  YAML::Node n;
+  try {
+    n = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw config_error_at(name, e.mark.line + 1, "", "YAML syntax error: " + e.msg);
+  }
+  check_unique_keys(n, name);
+  return n;
+}
+
 YAML::Node load_yaml_file(const std::string& path) {
+  std::error_code ec;
   std::ifstream in(path);
-  if (!in) throw ConfigError(fmt::format("{}: cannot open file", path));
+  if (!in || std::filesystem::is_directory(path, ec))
+    throw ConfigError(fmt::format("{}: cannot open file", path));
   std::stringstream ss;
   ss << in.rdbuf();
   YAML::Node n = load_yaml_string(ss.str(), path);

@@ -4,6 +4,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "isa/decompose/localize.h"
 #include "isa/decompose/piece.h"
@@ -24,8 +25,10 @@ bool overlaps(std::pair<uint64_t, uint64_t> a, std::pair<uint64_t, uint64_t> b) 
 InstructionPlan with_static_operands(const isa::OpDef& op, const isa::Instruction& instr,
                                      isa::SequentialPlan seq) {
   InstructionPlan plan;
+  plan.tile = std::move(seq.tile);
   plan.pieces = std::move(seq.pieces);
   plan.finalize = std::move(seq.finalize);
+  plan.holds_output = std::move(seq.holds_output);
   for (size_t o = 0; o < op.operands.size(); ++o) {
     if (op.operands[o].role != isa::OperandRole::in) continue;
     const isa::TensorRef& view = plan.pieces.front().operands[o];
@@ -63,19 +66,58 @@ uint64_t largest_piece(const isa::OpDef& op, const isa::OpTable& ops, const Inst
   return most;
 }
 
-}  // namespace
+// The bytes of a piece's out tiles, each aligned (what an accumulator holds of it).
+uint64_t out_tile_bytes(const isa::OpDef& op, const isa::Instruction& piece) {
+  uint64_t bytes = 0;
+  for (size_t o = 0; o < op.operands.size(); ++o)
+    if (op.operands[o].role == isa::OperandRole::out)
+      bytes += isa::align_up(piece.operands[o].stored_bytes(), isa::kTileAlign);
+  return bytes;
+}
 
-InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
-                                 const isa::Instruction& instr, const NodeShape& node) {
+// A plan with resident partial sums: the accumulator (the largest out tiles) and the largest
+// rest of a piece, side by side in every sub-block.
+void size_accumulator(const isa::OpDef& op, const isa::OpTable& ops, InstructionPlan& plan,
+                      const NodeShape& node) {
+  std::set<std::vector<int64_t>> seen;
+  uint64_t acc = 0, rest = 0;
+  for (const isa::Instruction& p : plan.pieces) {
+    if (!seen.insert(congruence_key(p)).second) continue;
+    const uint64_t out = out_tile_bytes(op, p);
+    acc = std::max(acc, out);
+    rest =
+        std::max(rest, isa::piece_footprint(op, ops, p, node.fanout, node.model, node.level) - out);
+  }
+  plan.accumulator_bytes = acc;
+  plan.subblock_bytes = acc + rest - static_bytes(plan);
+}
+
+InstructionPlan plan_for(const isa::OpDef& op, const isa::OpTable& ops,
+                         const isa::Instruction& instr, const NodeShape& node) {
   const int n = node.pipeline_depth;
   const uint64_t budget = sub_block(node.capacity, n);
   // A sub-block is as large as the largest piece needs, no larger: what is left over keeps
   // earlier static tiles resident for later instructions.
   auto finish = [&](InstructionPlan plan) {
-    plan.subblock_bytes =
-        largest_piece(op, ops, plan, node.fanout, node.model, node.level) - static_bytes(plan);
+    if (!plan.holds_output.empty())
+      size_accumulator(op, ops, plan, node);
+    else
+      plan.subblock_bytes =
+          largest_piece(op, ops, plan, node.fanout, node.model, node.level) - static_bytes(plan);
     return plan;
   };
+  if (const std::vector<int64_t>* tile =
+          node.model ? node.model->pinned_tile(node.level, instr) : nullptr) {
+    InstructionPlan plan =
+        finish(with_static_operands(op, instr,
+                                    isa::plan_tiling(op, ops, instr, *tile, node.resident)));
+    const uint64_t need = static_bytes(plan) + n * plan.subblock_bytes;
+    if (need > node.capacity)
+      throw ConfigError(
+          fmt::format("{}: {}: the pinned tiling [{}] needs {} bytes but the local memory holds {}",
+                      node.where, op.name, fmt::join(*tile, ", "), need, node.capacity));
+    return plan;
+  }
   // First choice: a tiling sized against the whole memory, keeping reused inputs whole in the
   // static segment (loaded once) and N sub-blocks for the rest.
   if (n > 1) {
@@ -84,6 +126,7 @@ InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
     whole.depth = n;
     whole.model = node.model;
     whole.level = node.level;
+    whole.resident = node.resident;
     try {
       InstructionPlan staged =
           finish(with_static_operands(op, instr, isa::plan_sequential(op, ops, instr, whole)));
@@ -97,6 +140,7 @@ InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
   isa::NodeBudget sub{budget, node.fanout, node.where};
   sub.model = node.model;
   sub.level = node.level;
+  sub.resident = node.resident;
   InstructionPlan safe =
       finish(with_static_operands(op, instr, isa::plan_sequential(op, ops, instr, sub)));
   const uint64_t s = static_bytes(safe);
@@ -108,6 +152,22 @@ InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
       finish(with_static_operands(op, instr, isa::plan_sequential(op, ops, instr, sub)));
   if (static_bytes(tight) + n * tight.subblock_bytes <= node.capacity) return tight;
   return safe;
+}
+
+}  // namespace
+
+InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
+                                 const isa::Instruction& instr, const NodeShape& node) {
+  if (!node.resident) return plan_for(op, ops, instr, node);
+  // Accumulator and the rest of a piece sized apart can exceed the largest piece the tiling was
+  // sized by (pieces of two lengths); such a plan keeps no partial sums resident.
+  InstructionPlan plan = plan_for(op, ops, instr, node);
+  if (plan.holds_output.empty() ||
+      static_bytes(plan) + node.pipeline_depth * plan.subblock_bytes <= node.capacity)
+    return plan;
+  NodeShape plain = node;
+  plain.resident = false;
+  return plan_for(op, ops, instr, plain);
 }
 
 isa::CostModel cost_model(const MachineSpec& spec) {
@@ -130,6 +190,7 @@ isa::CostModel cost_model(const MachineSpec& spec) {
         static_cast<double>((ls.link.latency + parent.latency + period - 1) / period);
     c.lfu_throughput = ls.controller.lfu_throughput;
     c.decode_cycles = ls.controller.decode_cycles;
+    c.resident = ls.resident_partial_sums;
     if (!ls.is_leaf)
       c.child_clock_ratio = static_cast<double>(ls.controller.clock) /
                             static_cast<double>(spec.levels[l + 1].controller.clock);
@@ -180,6 +241,28 @@ std::vector<HeldOutput> held_outputs(const isa::OpDef& op, const InstructionPlan
                                      const SegmentLayout& layout, int depth, int first_subblock) {
   std::vector<HeldOutput> out;
   const size_t n = plan.pieces.size();
+  if (!plan.holds_output.empty()) {
+    // The last piece of each group wrote its accumulator back.
+    std::vector<std::pair<size_t, uint64_t>> ends;  // (piece, accumulator address)
+    uint64_t group = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (plan.holds_output[i]) continue;
+      ends.emplace_back(i, layout.cyclic_base + (group % depth) * plan.subblock_bytes);
+      ++group;
+    }
+    for (size_t e = ends.size() > static_cast<size_t>(depth) ? ends.size() - depth : 0;
+         e < ends.size(); ++e) {
+      uint64_t at = ends[e].second;
+      const isa::Instruction& part = plan.pieces[ends[e].first];
+      for (size_t o = 0; o < op.operands.size(); ++o) {
+        if (op.operands[o].role != isa::OperandRole::out) continue;
+        const uint64_t bytes = isa::align_up(part.operands[o].stored_bytes(), isa::kTileAlign);
+        if (bytes > 0) out.push_back({static_cast<int>(o), part.operands[o], at, bytes});
+        at += bytes;
+      }
+    }
+    return out;
+  }
   for (size_t i = n > static_cast<size_t>(depth) ? n - depth : 0; i < n; ++i) {
     const isa::Instruction& part = plan.pieces[i];
     uint64_t at = layout.cyclic_base + ((first_subblock + i) % depth) * plan.subblock_bytes;

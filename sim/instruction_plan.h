@@ -38,6 +38,7 @@ struct NodeShape {
   // parallel split (null: halving).
   const isa::CostModel* model = nullptr;
   int level = 0;
+  bool resident = false;  // resident partial sums (LevelSpec::resident_partial_sums)
 };
 
 // The machine as the decomposer's cost model sees it (isa/decompose/cost_model.h), with the
@@ -45,6 +46,7 @@ struct NodeShape {
 isa::CostModel cost_model(const MachineSpec& spec);
 
 struct InstructionPlan {
+  std::vector<int64_t> tile;             // the tile length per dim the pieces were cut by
   std::vector<isa::Instruction> pieces;  // in the parent's memory, in issue order
   // Work after the last piece, in place on the parent's memory (isa::plan_sequential: the
   // merge of runs sorted piece by piece), done by the node's LFU (at a leaf, its unit).
@@ -52,8 +54,18 @@ struct InstructionPlan {
   std::vector<int> static_operands;     // operand indices held in the static segment
   std::vector<StaticRequest> requests;  // per static operand: its view and tile bytes
   uint64_t subblock_bytes = 0;          // one cyclic sub-block
+  // Resident partial sums (isa::SequentialPlan::holds_output, empty when no piece keeps its
+  // output). Every sub-block then starts with an accumulator of `accumulator_bytes` (the
+  // largest out tiles of a piece), the piece's other tiles after it: the pieces sharing an
+  // output tile (a group) keep it in the accumulator of sub-block (group % N). A group has at
+  // least two pieces and at most N are in flight, so group g has written back before group g + N
+  // starts.
+  std::vector<uint8_t> holds_output;
+  uint64_t accumulator_bytes = 0;
 };
 
+// With a tiling pinned for `instr` at the node's level (isa::CostModel::pinned_tile), the plan
+// of that tiling; ConfigError naming the node when it does not fit the local memory.
 InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
                                  const isa::Instruction& instr, const NodeShape& node);
 
@@ -72,7 +84,8 @@ std::vector<StaticRequest> translated_requests(const InstructionPlan& plan,
 // local address, tile bytes), in piece order. Tiles lie as Node::make_piece packs them: the
 // non-static operands one after another from the sub-block's base, each aligned to kTileAlign;
 // piece i takes sub-block (first_subblock + i) % depth (first_subblock: where the node's
-// rotation stood, 0 unless it continued an overlapped instruction's, LevelSpec::overlap).
+// rotation stood, 0 unless it continued an overlapped instruction's, LevelSpec::overlap). With
+// resident partial sums, the output tiles of the last `depth` groups, in their accumulators.
 struct HeldOutput {
   int operand = 0;
   isa::TensorRef view;

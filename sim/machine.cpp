@@ -56,7 +56,8 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   ctx.ops = &ops;
   ctx.spec = &spec;
   ctx.tree = &tree;
-  const isa::CostModel model = cost_model(spec);
+  isa::CostModel model = cost_model(spec);
+  if (options.pin) model.pin(*options.pin);
   ctx.model = &model;
   ctx.functional = mode == Mode::functional;
   ctx.fold = fold;

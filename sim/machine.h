@@ -4,9 +4,11 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "isa/decompose/cost_model.h"
 #include "isa/program.h"
 #include "isa/unit_kind.h"
 #include "sim/machine_spec.h"
@@ -32,6 +34,8 @@ struct SimOptions {
   // A run that needs more at once is run again, once, with every pool as large as its level
   // (same results; the retry costs one more run).
   int fold_pool = 2;
+  // A decision fixed at one level instead of the policy's (the mapping oracle's candidates).
+  std::optional<isa::PinnedDecision> pin;
   TraceRecorder* trace = nullptr;                 // records the stages of simulated nodes
   std::function<void(const Progress&)> progress;  // after each program instruction
 };

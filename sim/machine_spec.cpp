@@ -116,6 +116,7 @@ LevelSpec read_level(ConfigMapping& m, size_t index, bool last, uint64_t parent_
   spec.memory = read_memory(m);
   spec.link = read_link(m);
   spec.keep_outputs = m.boolean("keep_outputs", true);
+  spec.resident_partial_sums = m.boolean("resident_partial_sums", true);
   spec.overlap = m.boolean("overlap", true);
   spec.is_leaf = last;
   if (last) {
@@ -162,10 +163,13 @@ MachineSpec parse_machine_node(const YAML::Node& doc, const std::string& file) {
             "name", fmt::format("duplicate level name '{}' (levels[{}] has it too)", ls.name, j));
       }
     }
-    // Guards leaves() and nodes_at() against overflow; no real machine comes near this.
+    // Every node has its own report in a run (and in stats.json), several KiB each: a level of
+    // 2^20 nodes already needs gigabytes, so refuse more rather than run out of memory or time.
     if (__builtin_mul_overflow(nodes, static_cast<int64_t>(ls.fanout), &nodes) ||
-        nodes > (int64_t{1} << 48)) {
-      throw level.yaml().error("fanout", "makes the machine larger than 2^48 nodes");
+        nodes > kMaxLevelNodes) {
+      throw level.yaml().error(
+          "fanout", fmt::format("gives level {} more than {} nodes (2^20), the most fracsim simulates",
+                                ls.name, kMaxLevelNodes));
     }
     parent_clock = ls.controller.clock;
     levels_json.push_back(level.finish());

@@ -1,4 +1,4 @@
-// The machine description, parsed once from YAML, validated, then immutable (see README,
+// The machine description, parsed once from YAML, validated, then immutable (see sim/README.md,
 // "Machine config"). The YAML tree has the shape of the machine: a root (the main memory and the
 // controller beside it), then the levels below it from the top down; the last level is the leaf.
 #pragma once
@@ -90,6 +90,11 @@ struct LevelSpec {
   // Outputs a node writes back stay in its tensor permutation table (resident where its last
   // pieces left them), so that a later instruction reading the same view hits.
   bool keep_outputs = true;
+  // A serial split along a reduce dim that accumulates (matmul's K, conv's Ci) issues the pieces
+  // sharing an output tile one after another and keeps that tile in local memory across them:
+  // the children accumulate into it in place; it is neither loaded for the accumulating pieces
+  // nor written back before the last of them.
+  bool resident_partial_sums = true;
   // A node takes its parent's next instruction while the pieces of the one before still drain
   // through its pipeline: the parent issues the next piece's instructions to its children
   // before the previous piece's have finished (node_dispatch.cpp says when it can).
@@ -104,6 +109,8 @@ struct LevelSpec {
 
 // The decomposition policy of a config that names none.
 constexpr const char* kDefaultDecomposer = "search";
+// The most nodes one level of a machine may have (the leaves included).
+constexpr int64_t kMaxLevelNodes = int64_t{1} << 20;
 
 struct MachineSpec {
   std::string name;

@@ -144,9 +144,15 @@ void Node::invalidate_children(uint64_t begin, uint64_t end) {
   for (int i = 0; i < fanout_; ++i) tree.tpt(tree.child(tree_node_, i)).invalidate(begin, end);
 }
 
-Node::Piece* Node::make_piece(const isa::OpDef& op, const isa::Instruction& part, int subblock,
-                              bool first) {
+Node::Piece* Node::make_piece(const isa::OpDef& op, size_t index, int subblock, int accumulator) {
+  const isa::Instruction& part = plan_->pieces[index];
+  const bool first = index == 0;
   auto* p = new Piece;
+  if (!plan_->holds_output.empty()) {
+    p->accumulator = accumulator;
+    p->holds_output = plan_->holds_output[index] != 0;
+    p->continues = index > 0 && plan_->holds_output[index - 1] != 0;
+  }
   p->op = &op;
   p->part = part;
   p->local = part;
@@ -166,9 +172,11 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, const isa::Instruction& part
   } else {
     base = layout_.cyclic_base + static_cast<uint64_t>(subblock) * plan_->subblock_bytes;
     end = base + plan_->subblock_bytes;
-    uint64_t at = base;
+    uint64_t at = base + plan_->accumulator_bytes;
+    uint64_t acc = layout_.cyclic_base + static_cast<uint64_t>(accumulator) * plan_->subblock_bytes;
     for (size_t o = 0; o < op.operands.size(); ++o) {
       const isa::TensorRef& parent = part.operands[o];
+      const bool out = op.operands[o].role == isa::OperandRole::out;
       isa::TensorRef local;
       auto it = std::find(plan_->static_operands.begin(), plan_->static_operands.end(),
                           static_cast<int>(o));
@@ -191,13 +199,20 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, const isa::Instruction& part
           count(*p, Counter::static_hits, 1);
           count(*p, Counter::static_hit_bytes, local.stored_bytes());
         }
+      } else if (out && p->accumulator >= 0) {
+        // Resident partial sums: the group's tile, loaded (when read) by its first piece only.
+        local = parent.packed_at(acc);
+        acc = isa::align_up(acc + local.stored_bytes(), isa::kTileAlign);
+        if (isa::operand_is_read(op, part, o) && !p->continues) p->loads.push_back({parent, local});
       } else {
         local = parent.packed_at(at);
         at = isa::align_up(at + local.stored_bytes(), isa::kTileAlign);
         if (isa::operand_is_read(op, part, o)) p->loads.push_back({parent, local});
       }
-      if (op.operands[o].role == isa::OperandRole::out) {
-        p->stores.push_back({parent, local});
+      if (out) {
+        if (!p->holds_output) p->stores.push_back({parent, local});
+        // The bytes it neither writes back nor (the next piece) loads again.
+        if (p->holds_output) count(*p, Counter::resident_bytes, 2 * local.stored_bytes());
         p->local_writes.push_back(local.byte_span());
       }
       p->local.operands[o] = local;
@@ -215,8 +230,9 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, const isa::Instruction& part
   }
   for (size_t o = 0; o < op.operands.size(); ++o) {
     auto span = part.operands[o].byte_span();
-    if (isa::operand_is_read(op, part, o)) p->reads.push_back(span);
-    if (op.operands[o].role == isa::OperandRole::out) p->writes.push_back(span);
+    const bool out = op.operands[o].role == isa::OperandRole::out;
+    if (isa::operand_is_read(op, part, o) && !(out && p->continues)) p->reads.push_back(span);
+    if (out && !p->holds_output) p->writes.push_back(span);
   }
   return p;
 }
@@ -296,10 +312,22 @@ void Node::id_step() {
             sc_core::next_trigger(q.subblock_freed);
             return;
           }
+          // Resident partial sums: a group starts in the next accumulator, once the group
+          // before in it has written back.
+          const bool resident = !plan_->holds_output.empty();
+          const bool starts_group = resident && (i == 0 || !plan_->holds_output[i - 1]);
+          const int acc = starts_group && i > 0 ? (accumulator_ + 1) % controller_.pipeline_depth
+                                                : (i == 0 ? 0 : accumulator_);
+          if (starts_group && q.accumulator_busy[acc]) {
+            sc_core::next_trigger(q.written_back);
+            return;
+          }
           --q.free_subblocks;
           st.t0 = sc_core::sc_time_stamp();
           if (is_root_ && i == 0) ctx_.spans[ctx_.started++].start_ps = st.t0.value();
-          Piece* p = make_piece(*q.op, plan_->pieces[i], next_subblock_, i == 0);
+          if (starts_group) q.accumulator_busy[acc] = true;
+          accumulator_ = acc;
+          Piece* p = make_piece(*q.op, i, next_subblock_, acc);
           next_subblock_ = (next_subblock_ + 1) % controller_.pipeline_depth;
           p->instr = q.instr;
           p->index = i;
@@ -440,11 +468,25 @@ void Node::ex_step() {
   guarded([&] {
     Pipeline& q = *pipe_;
     Pipeline::Stage& st = q.stages[kEx];
-    enum { kTake, kDispatch, kChildren, kDone, kPass };
+    enum { kTake, kReady, kDispatch, kChildren, kDone, kPass };
     while (true) switch (st.step) {
-        case kTake: {
+        case kTake:
           if (!q.to_ex.take(st.piece)) return;
+          st.step = kReady;
+          break;
+        case kReady: {
           Piece* p = st.piece;
+          if (p->continues) {
+            // Its children add onto the tile the previous piece's LFU may still be combining.
+            auto it = std::find(q.in_flight.begin(), q.in_flight.end(), p);
+            if (it != q.in_flight.begin()) {
+              const Piece* prev = *std::prev(it);
+              if (!prev->split.reductions.empty() && !prev->reduced) {
+                sc_core::next_trigger(q.reduced);
+                return;
+              }
+            }
+          }
           st.t0 = sc_core::sc_time_stamp();
           if (!is_leaf_) {
             st.step = kDispatch;
@@ -531,6 +573,7 @@ void Node::wb_step() {
           FRACSIM_ASSERT(!q.in_flight.empty() && q.in_flight.front() == p,
                          "{}: write-back out of order", name());
           q.in_flight.pop_front();
+          if (p->accumulator >= 0 && !p->holds_output) q.accumulator_busy[p->accumulator] = false;
           q.written_back.notify(sc_core::SC_ZERO_TIME);
           ++q.free_subblocks;
           q.subblock_freed.notify(sc_core::SC_ZERO_TIME);

@@ -239,7 +239,9 @@ class Node : public sc_core::sc_module {
   // wait for (0 cycles).
   bool wait_cycles(uint64_t cycles);
   uint64_t cycles_since(const sc_core::sc_time& t0) const;
-  Piece* make_piece(const isa::OpDef& op, const isa::Instruction& part, int subblock, bool first);
+  // Piece `index` of the current plan in sub-block `subblock`; with resident partial sums its
+  // out tiles lie in the accumulator of sub-block `accumulator`.
+  Piece* make_piece(const isa::OpDef& op, size_t index, int subblock, int accumulator);
   // LD's and WB's DMA batch of a piece (nothing at the root, whose operands are in its own
   // memory): begin_batch() starts it; batch_done() moves it on and, when it has ended, sets
   // `cycles`, copies the data in functional mode and, after a load, invalidates what the
@@ -301,6 +303,7 @@ class Node : public sc_core::sc_module {
   int fanout_;
   uint64_t root_cyclic_base_, root_subblock_ = 0;
   int next_subblock_ = 0;
+  int accumulator_ = 0;  // resident partial sums: the current group's sub-block
 
   // The job being decoded.
   size_t tree_node_ = 0;

@@ -98,7 +98,8 @@ NodeShape Node::child_shape(size_t child) const {
                    below,
                    ctx_.tree->path(child),
                    ctx_.model,
-                   l};
+                   l,
+                   ls.resident_partial_sums};
 }
 
 // Static tiles that several children miss in their tables and load with their first piece,

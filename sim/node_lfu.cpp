@@ -58,6 +58,8 @@ void Node::rd_step() {
           break;
         }
         case kDone:
+          st.piece->reduced = true;
+          pipe_->reduced.notify(sc_core::SC_ZERO_TIME);
           trace(kRd, *st.piece, st.t0);
           st.step = kPass;
           break;

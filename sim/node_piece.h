@@ -38,6 +38,12 @@ struct Node::Piece {
   uint64_t weight = 1;
   Completion* completion = nullptr;        // set on the last piece of an instruction
   std::vector<isa::Instruction> finalize;  // the last piece: the plan's finalize work
+  // Resident partial sums: the sub-block whose accumulator holds its out tiles (-1: none),
+  // whether they stay there for the next piece (nothing written back), whether it continues
+  // the previous piece's (nothing of them loaded; its EX starts after that piece's RD), and
+  // whether its RD has combined its children's partial results.
+  int accumulator = -1;
+  bool holds_output = false, continues = false, reduced = false;
 };
 
 // What a child's instruction occupies in the child's memory while it runs, so that the next
@@ -72,7 +78,8 @@ struct Node::Pipeline {
         to_ex(depth),
         to_rd(depth),
         to_wb(depth),
-        free_subblocks(depth) {}
+        free_subblocks(depth),
+        accumulator_busy(static_cast<size_t>(depth), false) {}
 
   StageQueue<Job> inbox;  // the root's holds the program; below it, one job at a time
   StageQueue<Piece*> to_ld, to_ex, to_rd, to_wb;
@@ -80,7 +87,9 @@ struct Node::Pipeline {
   sc_core::sc_event subblock_freed;
   std::deque<Piece*> in_flight;  // past ID, not yet written back, in order
   sc_core::sc_event written_back;
-  sc_core::sc_event parked;  // never notified: a stage that failed waits on it
+  std::vector<bool> accumulator_busy;  // per sub-block: a group's partial sums are in it
+  sc_core::sc_event reduced;           // RD has finished a piece's LFU work
+  sc_core::sc_event parked;            // never notified: a stage that failed waits on it
 
   // Per stage: where its state machine is (step 0 takes the next piece; at ID, the next job),
   // the piece it holds (for describe_busy too) and when it started on it.

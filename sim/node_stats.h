@@ -29,6 +29,7 @@ enum class Counter : int {
   static_hits,              // static operands found in the tensor permutation table (not loaded)
   static_hit_bytes,         // bytes those hits did not load
   broadcast_bytes,          // received by a broadcast a sibling's load read from the parent
+  resident_bytes,           // partial sums kept in local memory: not written back, not reloaded
   overlapped_pieces,        // pieces issued to the children while earlier ones still ran there
   rtl_matrix_instructions,  // leaf: instructions run on the Verilated matrix unit (backend rtl)
   rtl_vector_instructions,  // leaf: ... on the Verilated vector unit
@@ -62,6 +63,9 @@ constexpr std::array<CounterInfo, static_cast<size_t>(Counter::kCount)> kCounter
     {"static_hit_bytes", "bytes", "bytes not loaded thanks to tensor permutation table hits"},
     {"broadcast_bytes", "bytes",
      "bytes received by broadcast, read from the parent's memory by a sibling's load"},
+    {"resident_bytes", "bytes",
+     "partial-sum bytes kept in local memory between serial reduce pieces: the write-backs "
+     "and reloads they did not need"},
     {"overlapped_pieces", "pieces",
      "pieces whose children's instructions were issued while an earlier piece's still ran"},
     {"rtl_matrix_instructions", "instructions",

@@ -52,7 +52,8 @@ std::string nodes_text(const MachineSpec& spec, const RunResult& run) {
             fmt::format(",\n      \"{}\": {}", kCounterInfo[c].name, run.nodes[i].stats.value[c]);
     // Node paths are level names and indices; the JSON string escapes what needs it.
     out += i == 0 ? "\n    {\n      \"path\": " : ",\n    {\n      \"path\": ";
-    out += nlohmann::ordered_json(paths[i]).dump();
+    out += nlohmann::ordered_json(paths[i]).dump(-1, ' ', false,
+                                                 nlohmann::ordered_json::error_handler_t::replace);
     out += it->second;
     out += "\n    }";
   }
@@ -229,7 +230,8 @@ std::string stats_text(const MachineSpec& spec, const isa::Program& program, con
     counters[std::string(c.name)] = {{"unit", c.unit}, {"description", c.description}};
   j["counters"] = counters;
   j["config"] = spec.effective;
-  std::string text = j.dump(2) + "\n";
+  // Names come from the user's files: a byte that is not UTF-8 becomes U+FFFD, not an error.
+  std::string text = j.dump(2, ' ', false, ordered_json::error_handler_t::replace) + "\n";
   const std::string placeholder = "\n  \"nodes\": []";
   const size_t at = text.find(placeholder);
   FRACSIM_ASSERT(at != std::string::npos, "stats.json without its nodes key");

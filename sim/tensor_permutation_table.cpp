@@ -24,6 +24,12 @@ struct Digest {
 
 }  // namespace
 
+void TensorPermutationTable::insert_by_local(std::vector<Entry>& table, Entry e) {
+  const auto at = std::upper_bound(table.begin(), table.end(), e.local,
+                                   [](uint64_t local, const Entry& x) { return local < x.local; });
+  table.insert(at, std::move(e));
+}
+
 std::vector<TensorPermutationTable::Entry>& TensorPermutationTable::entries() {
   digest_known_ = false;
   if (!entries_)
@@ -40,15 +46,23 @@ bool TensorPermutationTable::try_place(const std::vector<uint64_t>& miss_bytes,
                                        std::vector<uint64_t>& miss_local,
                                        uint64_t& cyclic_base) const {
   const uint64_t usable = capacity_ / isa::kTileAlign * isa::kTileAlign;
-  std::vector<std::pair<uint64_t, uint64_t>> held = busy;  // [begin, end) taken
-  if (entries_)
-    for (const Entry& e : *entries_) held.emplace_back(e.local, e.local + e.bytes);
-  std::sort(held.begin(), held.end());
   std::vector<Gap> gaps;
   uint64_t at = 0;
-  for (const auto& [begin, end] : held) {
-    if (begin > at) gaps.push_back({at, begin});
-    at = std::max(at, end);
+  if (busy.empty()) {
+    if (entries_)
+      for (const Entry& e : *entries_) {  // in local order
+        if (e.local > at) gaps.push_back({at, e.local});
+        at = std::max(at, e.local + e.bytes);
+      }
+  } else {  // an overlapped instruction's tiles are taken too
+    std::vector<std::pair<uint64_t, uint64_t>> held = busy;  // [begin, end)
+    if (entries_)
+      for (const Entry& e : *entries_) held.emplace_back(e.local, e.local + e.bytes);
+    std::sort(held.begin(), held.end());
+    for (const auto& [begin, end] : held) {
+      if (begin > at) gaps.push_back({at, begin});
+      at = std::max(at, end);
+    }
   }
   if (at < usable) gaps.push_back({at, usable});
 
@@ -172,7 +186,7 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
       for (size_t m = 0; m < misses.size(); ++m) {
         const StaticRequest& rq = requests[uniq[misses[m]]];
         const auto span = rq.view.byte_span();
-        table.push_back(Entry{rq.view, span.first, span.second, miss_local[m], rq.bytes, 0});
+        insert_by_local(table, Entry{rq.view, span.first, span.second, miss_local[m], rq.bytes, 0});
         local[misses[m]] = miss_local[m];
       }
       // Uses in request order: the later a request, the more recently used.
@@ -218,7 +232,7 @@ void TensorPermutationTable::keep(const isa::TensorRef& view, uint64_t local, ui
                              return e.local < local + bytes && local < e.local + e.bytes;
                            }),
             all.end());
-  all.push_back(Entry{view, span.first, span.second, local, bytes, ++clock_});
+  insert_by_local(all, Entry{view, span.first, span.second, local, bytes, ++clock_});
 }
 
 int TensorPermutationTable::invalidate(uint64_t begin, uint64_t end) {

@@ -101,6 +101,9 @@ class TensorPermutationTable {
                                            const std::vector<std::pair<uint64_t, uint64_t>>& busy,
                                            std::optional<uint64_t> ring);
 
+  // Entries lie in the order of their local addresses (they never overlap there), so that the
+  // free gaps are found in one pass.
+  static void insert_by_local(std::vector<Entry>& table, Entry e);
   // Copy on write: folding copies whole subtrees of tables, most of them unchanged since.
   // The only way to change the entries; it forgets the cached digest.
   std::vector<Entry>& entries();

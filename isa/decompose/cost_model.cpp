@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 
 #include "isa/decompose/localize.h"
 #include "isa/decompose/parallel.h"
 #include "isa/decompose/piece.h"
+#include "isa/decompose/search_space.h"
 #include "isa/decompose/sequential.h"
 #include "isa/error.h"
 
@@ -37,13 +37,6 @@ Instruction largest_part(const OpDef& op, const Instruction& instr,
   return slice_instruction(op, instr, r);
 }
 
-// 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, ...
-int64_t next_parts(int64_t p) {
-  if (p < 4) return p + 1;
-  const int64_t pow2 = int64_t{1} << (63 - __builtin_clzll(static_cast<uint64_t>(p)));
-  return p == pow2 ? p + p / 2 : 2 * pow2;
-}
-
 }  // namespace
 
 std::string_view policy_name(Policy p) { return p == Policy::halving ? "halving" : "search"; }
@@ -64,6 +57,20 @@ std::vector<int64_t> shape_key(const Instruction& instr) {
       key.push_back(t.strides[a] == 0 ? -t.shape[a] - 1 : t.shape[a]);
   }
   return key;
+}
+
+void CostModel::pin(PinnedDecision decision) { pinned_ = std::move(decision); }
+
+const std::vector<int64_t>* CostModel::pinned_tile(int l, const Instruction& instr) const {
+  if (!pinned_ || pinned_->level != l || pinned_->tile.empty() ||
+      pinned_->instruction != shape_key(instr))
+    return nullptr;
+  return &pinned_->tile;
+}
+
+const std::vector<int64_t>* CostModel::pinned_parts(int l) const {
+  if (!pinned_ || pinned_->level != l || pinned_->parts.empty()) return nullptr;
+  return &pinned_->parts;
 }
 
 CostModel::CostModel(Policy policy, std::vector<LevelCost> levels)
@@ -130,6 +137,13 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
   // what it reads (spans, not elements: the strided tiles of one output overlap): each such
   // piece runs alone, load, execute and write-back in turn.
   const double first = pieces / reduce_parts;
+  if (lc.resident && resident_split(op, instr, tile)) {
+    // Resident partial sums: no piece reloads its output tile, so none waits for a write-back,
+    // and one write-back serves the reduce_parts pieces of a tile.
+    const double resident_steady =
+        std::max({ld, ex, wb / reduce_parts, static_cast<double>(lc.decode_cycles)});
+    return stat / lc.bytes_per_cycle + ld + ex + wb + (pieces - 1) * resident_steady;
+  }
   const double serial = (ld + accumulated / lc.bytes_per_cycle) + ex + wb;
   return stat / lc.bytes_per_cycle + ld + ex + wb + (first - 1) * steady +
          (pieces - first) * serial;
@@ -159,6 +173,7 @@ double CostModel::node_cycles(int l, const OpDef& op, const OpTable& ops,
   NodeBudget budget{sub_block(lc.capacity, lc.depth), lc.fanout, lc.name};
   budget.model = this;
   budget.level = l;
+  budget.resident = lc.resident;
   std::vector<int64_t> tile;
   try {
     NodeBudget whole = budget;
@@ -180,49 +195,30 @@ const std::vector<int64_t>& CostModel::parallel_parts(int l, const OpDef& op, co
   key.push_back(fanout);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   const std::vector<int64_t> ext = dim_extents(op, piece);
-  std::vector<int> dims;
-  for (size_t d = 0; d < ext.size(); ++d)
-    if (op.dims[d].kind == DimKind::parallel && ext[d] > 1) dims.push_back(static_cast<int>(d));
-  // Candidates: parts per parallel dim with product <= fanout; each judged by the estimated
-  // time of its largest child (children of one split run at once). Ties: fewer children.
-  std::vector<int64_t> parts(ext.size(), 1), best = parts;
+  // Each candidate judged by the estimated time of its largest child (children of one split
+  // run at once). Ties: fewer children.
+  const std::vector<std::vector<int64_t>> candidates = partition_candidates(op, piece, fanout);
+  std::vector<int64_t> best = candidates.front();
   double best_t = quick_cycles(l + 1, op, ops, piece);
   int64_t best_children = 1;
-  // Splits that leave more than half the children idle are not tried when a split can use
-  // more.
-  int64_t most = 1;
-  for (int d : dims) most *= std::min<int64_t>(ext[d], fanout);
-  const int64_t least = std::min<int64_t>(most, fanout) / 2 + 1;
   std::map<std::vector<int64_t>, double> seen;  // largest child's lengths -> its time
-  std::function<void(size_t, int64_t)> search = [&](size_t i, int64_t used) {
-    if (i == dims.size()) {
-      if (used < least) return;
-      std::vector<int64_t> len(ext.size());
-      for (size_t d = 0; d < ext.size(); ++d) len[d] = ceil_div(ext[d], parts[d]);
-      auto [it, fresh] = seen.try_emplace(len, 0.0);
-      if (fresh) it->second = quick_cycles(l + 1, op, ops, largest_part(op, piece, parts));
-      const double t = it->second;
-      if (t < best_t || (t == best_t && used < best_children)) {
-        best = parts;
-        best_t = t;
-        best_children = used;
-      }
-      return;
+  for (size_t c = 1; c < candidates.size(); ++c) {
+    const std::vector<int64_t>& parts = candidates[c];
+    int64_t used = 1;
+    std::vector<int64_t> len(ext.size());
+    for (size_t d = 0; d < ext.size(); ++d) {
+      used *= parts[d];
+      len[d] = ceil_div(ext[d], parts[d]);
     }
-    const int d = dims[i];
-    // Parts of the form 2^k or 3 * 2^k that change the chunk length, product within the
-    // fanout.
-    int64_t last_len = -1;
-    for (int64_t p = 1; p <= ext[d] && used * p <= fanout; p = next_parts(p)) {
-      const int64_t len = ceil_div(ext[d], p);
-      if (len == last_len) continue;
-      last_len = len;
-      parts[d] = p;
-      search(i + 1, used * p);
+    auto [it, fresh] = seen.try_emplace(len, 0.0);
+    if (fresh) it->second = quick_cycles(l + 1, op, ops, largest_part(op, piece, parts));
+    const double t = it->second;
+    if (t < best_t || (t == best_t && used < best_children)) {
+      best = parts;
+      best_t = t;
+      best_children = used;
     }
-    parts[d] = 1;
-  };
-  search(0, 1);
+  }
   return cache.emplace(std::move(key), best).first->second;
 }
 

@@ -40,8 +40,22 @@ struct LevelCost {
   double latency_cycles = 0;
   int64_t lfu_throughput = 1;  // elements per cycle its LFU combines (inner levels)
   int decode_cycles = 1;
+  // Resident partial sums: the pieces sharing an output tile run back to back, the tile staying
+  // in local memory (loaded by none of them, written back by the last).
+  bool resident = false;
   double child_clock_ratio = 1;  // this level's clock / its children's (their cycles to ours)
   LeafParams unit;               // the leaf's units (leaf level)
+};
+
+// A decision fixed at one level of the machine instead of the policy's (the mapping oracle's
+// candidates, sim/mapping_oracle.h): a node of `level` that receives an instruction whose
+// shape_key is `instruction` tiles it by `tile` (a length per dim; empty: the policy's), and
+// every piece a node of `level` splits across its children gets `parts` (parts per dim, each
+// at most the piece's extent; empty: the policy's). Only the nodes' decisions see it; the
+// estimates the policy judges candidates by do not.
+struct PinnedDecision {
+  int level = 0;
+  std::vector<int64_t> instruction, tile, parts;
 };
 
 class CostModel {
@@ -78,11 +92,18 @@ class CostModel {
   const std::vector<int64_t>& parallel_parts(int l, const OpDef& op, const OpTable& ops,
                                              const Instruction& piece, int fanout) const;
 
+  void pin(PinnedDecision decision);
+  // The pinned tiling of `instr` at a node of level `l`, or null (the policy decides).
+  const std::vector<int64_t>* pinned_tile(int l, const Instruction& instr) const;
+  // The pinned parts of a piece's partition at a node of level `l`, or null.
+  const std::vector<int64_t>* pinned_parts(int l) const;
+
  private:
   Policy policy_;
   std::vector<LevelCost> levels_;
   mutable std::vector<std::map<std::vector<int64_t>, double>> node_cache_, quick_cache_;
   mutable std::vector<std::map<std::vector<int64_t>, std::vector<int64_t>>> parts_cache_;
+  std::optional<PinnedDecision> pinned_;
 };
 
 // What decides a piece's decomposition and cost: opcode, attributes, dtypes, shapes and which

@@ -76,6 +76,14 @@ Choice best_parts(const OpDef& op, const Instruction& instr, const std::vector<i
 
 }  // namespace
 
+std::vector<int64_t> halving_parts(const OpDef& op, const Instruction& instr, int fanout) {
+  const std::vector<int64_t> ext = dim_extents(op, instr);
+  std::vector<int> par;
+  for (size_t d = 0; d < op.dims.size(); ++d)
+    if (ext[d] >= 2 && op.dims[d].kind == DimKind::parallel) par.push_back(static_cast<int>(d));
+  return best_parts(op, instr, ext, par, fanout).parts;
+}
+
 Instruction lfu_combine(const OpTable& ops, const std::string& fn, const TensorRef& out,
                         const TensorRef& partial) {
   const OpDef& elt = ops.get("eltwise");
@@ -136,10 +144,15 @@ ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& i
   }
   std::vector<int64_t> parts(ext.size(), 1);
   int reduce_dim = -1;
-  if (!par.empty() && model && model->policy() == Policy::search && fanout > 1) {
+  const std::vector<int64_t>* pinned = model ? model->pinned_parts(level) : nullptr;
+  if (!par.empty() && pinned && fanout > 1) {
+    FRACSIM_ASSERT(pinned->size() == ext.size(), "pinned parts for {} dims, {} has {}",
+                   pinned->size(), op.name, ext.size());
+    for (int d : par) parts[d] = std::min((*pinned)[d], ext[d]);
+  } else if (!par.empty() && model && model->policy() == Policy::search && fanout > 1) {
     parts = model->parallel_parts(level, op, ops, instr, fanout);
   } else if (!par.empty()) {
-    parts = best_parts(op, instr, ext, par, fanout).parts;
+    parts = halving_parts(op, instr, fanout);
   } else if (!red.empty() && fanout > 1) {
     reduce_dim =
         *std::max_element(red.begin(), red.end(), [&](int a, int b) { return ext[a] < ext[b]; });

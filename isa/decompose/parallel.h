@@ -38,6 +38,10 @@ Instruction self_combine(const OpDef& op, const Instruction& instr,
 // of the op's output in place ("reduce: merge").
 Instruction merge_runs(const OpDef& op, const OpTable& ops, const Instruction& instr, int64_t runs);
 
+// The parts per dim the rule above gives the parallel dims of `instr` (all 1 when it has none
+// longer than 1).
+std::vector<int64_t> halving_parts(const OpDef& op, const Instruction& instr, int fanout);
+
 class CostModel;
 
 // With `model` (policy search), the parts per parallel dim are those of least estimated time for

@@ -1,7 +1,6 @@
 #include "isa/decompose/sequential.h"
 
 #include <algorithm>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -9,6 +8,7 @@
 #include "isa/decompose/localize.h"
 #include "isa/decompose/parallel.h"
 #include "isa/decompose/piece.h"
+#include "isa/decompose/search_space.h"
 #include "isa/error.h"
 
 namespace fracsim::isa {
@@ -28,21 +28,6 @@ uint64_t piece_footprint(const OpDef& op, const OpTable& ops, const Instruction&
 namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// Window dims follow their output dim, whole dims are never split.
-bool splittable(const DimDef& d) {
-  return d.kind == DimKind::parallel || d.kind == DimKind::reduce;
-}
-
-// Serial pieces over reduce dims add their terms in the reference order (reduce dims in op
-// order, the first outermost) only if a reduce dim is split once every reduce dim before it is
-// down to tiles of 1; otherwise a piece would add a block of terms out of order.
-bool reduce_order_kept(const OpDef& op, const std::vector<int64_t>& tile, size_t d) {
-  if (op.dims[d].kind != DimKind::reduce) return true;
-  for (size_t e = 0; e < d; ++e)
-    if (op.dims[e].kind == DimKind::reduce && tile[e] > 1) return false;
-  return true;
-}
 
 }  // namespace
 
@@ -141,19 +126,6 @@ uint64_t static_footprint(const OpDef& op, const Instruction& instr,
 
 namespace {
 
-// Chunk counts tried per dim: at a leaf every count up to 8, then about four per doubling; at an
-// inner node (whose candidates cost a parallel split each) 1, 2, 3, 4, 6, 8, 12, 16, ...
-std::vector<int64_t> candidate_parts(int64_t extent, bool leaf) {
-  std::vector<int64_t> out;
-  for (int64_t p = 1; p <= extent; p = leaf ? (p < 8 ? p + 1 : p + std::max<int64_t>(1, p / 4))
-                                            : (p < 4        ? p + 1
-                                               : p % 3 == 0 ? p / 3 * 4
-                                                            : p / 2 * 3))
-    out.push_back(p);
-  if (out.back() != extent) out.push_back(extent);
-  return out;
-}
-
 // `search`: from the halving tiling, moves to tilings of less estimated time that still fit: a
 // dim's tile changed alone, or one dim's tile grown while another's shrinks to the longest that
 // fits, until no such move helps.
@@ -164,18 +136,9 @@ std::vector<int64_t> searched_tiling(const OpDef& op, const OpTable& ops, const 
   const CostModel& model = *budget.model;
   const std::vector<int64_t> ext = dim_extents(op, instr);
   const size_t nd = ext.size();
-  std::vector<std::vector<int64_t>> values(nd);  // candidate tiles, ascending
-  for (size_t d = 0; d < nd; ++d) {
-    std::set<int64_t> v{best[d]};
-    if (splittable(op.dims[d]) && ext[d] > 1)
-      for (int64_t p : candidate_parts(ext[d], budget.fanout == 1)) v.insert(ceil_div(ext[d], p));
-    values[d].assign(v.begin(), v.end());
-  }
-  auto legal = [&](const std::vector<int64_t>& t) {
-    for (size_t d = 0; d < nd; ++d)
-      if (t[d] < ext[d] && !reduce_order_kept(op, t, d)) return false;
-    return true;
-  };
+  const std::vector<std::vector<int64_t>> values =
+      tile_values(op, instr, budget.fanout == 1, {best});  // candidate tiles, ascending
+  auto legal = [&](const std::vector<int64_t>& t) { return tiling_legal(op, instr, t); };
   auto time = [&](const std::vector<int64_t>& t) {
     return model.tiling_cycles(budget.level, op, ops, instr, t);
   };
@@ -233,23 +196,27 @@ std::vector<int64_t> searched_tiling(const OpDef& op, const OpTable& ops, const 
 
 }  // namespace
 
+uint64_t budget_limit(const NodeBudget& budget) {
+  return budget.capacity > 0 ? budget.capacity : budget.bytes;
+}
+
+uint64_t tiling_cost(const OpDef& op, const OpTable& ops, const Instruction& instr,
+                     const std::vector<int64_t>& tile, const NodeBudget& budget) {
+  const uint64_t f =
+      tiling_footprint(op, ops, instr, tile, budget.fanout, budget.model, budget.level);
+  if (budget.capacity == 0) return f;
+  const uint64_t st = std::min(f, static_footprint(op, instr, tile));
+  return st + static_cast<uint64_t>(budget.depth) * (f - st);
+}
+
 std::vector<int64_t> choose_tiling(const OpDef& op, const OpTable& ops, const Instruction& instr,
                                    const NodeBudget& budget) {
   const std::vector<int64_t> ext = dim_extents(op, instr);
   const size_t nd = ext.size();
   std::vector<int64_t> tile = ext;
-  // What a tiling costs against the budget: the largest piece (one sub-block), or with a
-  // capacity the whole local memory it needs, the static inputs once plus N sub-blocks for the
-  // rest.
   const bool whole_memory = budget.capacity > 0;
-  const uint64_t limit = whole_memory ? budget.capacity : budget.bytes;
-  auto cost = [&](const std::vector<int64_t>& t) {
-    const uint64_t f =
-        tiling_footprint(op, ops, instr, t, budget.fanout, budget.model, budget.level);
-    if (!whole_memory) return f;
-    const uint64_t st = std::min(f, static_footprint(op, instr, t));
-    return st + static_cast<uint64_t>(budget.depth) * (f - st);
-  };
+  const uint64_t limit = budget_limit(budget);
+  auto cost = [&](const std::vector<int64_t>& t) { return tiling_cost(op, ops, instr, t, budget); };
   uint64_t fp = cost(tile);
   while (fp > limit) {
     // The halving that saves the most bytes; ties go to parallel dims, then to dim order.
@@ -302,13 +269,41 @@ std::vector<int64_t> choose_tiling(const OpDef& op, const OpTable& ops, const In
   return tile;
 }
 
+bool resident_split(const OpDef& op, const Instruction& instr, const std::vector<int64_t>& tile) {
+  const std::vector<int64_t> ext = dim_extents(op, instr);
+  bool accumulating = false;
+  for (size_t d = 0; d < ext.size(); ++d) {
+    if (op.dims[d].kind != DimKind::reduce || tile[d] >= ext[d]) continue;
+    if (op.dims[d].accumulate_attr.empty()) return false;
+    accumulating = true;
+  }
+  if (!accumulating) return false;
+  for (size_t o = 0; o < op.operands.size(); ++o) {
+    if (op.operands[o].role != OperandRole::in) continue;
+    const auto [a0, a1] = instr.operands[o].byte_span();
+    for (size_t w = 0; w < op.operands.size(); ++w) {
+      if (op.operands[w].role != OperandRole::out) continue;
+      const auto [b0, b1] = instr.operands[w].byte_span();
+      if (a0 < b1 && b0 < a1) return false;
+    }
+  }
+  return true;
+}
+
 SequentialPlan plan_sequential(const OpDef& op, const OpTable& ops, const Instruction& instr,
                                const NodeBudget& budget) {
+  return plan_tiling(op, ops, instr, choose_tiling(op, ops, instr, budget), budget.resident);
+}
+
+SequentialPlan plan_tiling(const OpDef& op, const OpTable& ops, const Instruction& instr,
+                           const std::vector<int64_t>& tile, bool resident_sums) {
   const std::vector<int64_t> ext = dim_extents(op, instr);
   const size_t nd = ext.size();
-  const std::vector<int64_t> tile = choose_tiling(op, ops, instr, budget);
+  FRACSIM_ASSERT(tile.size() == nd, "a tiling of {} dims for {}, which has {}", tile.size(),
+                 op.name, nd);
+  const bool resident = resident_sums && resident_split(op, instr, tile);
 
-  // Rebalance, then enumerate with reduce dims outermost.
+  // Rebalance, then enumerate with reduce dims outermost (resident: innermost).
   std::vector<std::vector<int64_t>> cb(nd), cl(nd);
   for (size_t d = 0; d < nd; ++d) {
     int64_t parts = ext[d] == 0 ? 1 : ceil_div(ext[d], tile[d]);
@@ -316,11 +311,14 @@ SequentialPlan plan_sequential(const OpDef& op, const OpTable& ops, const Instru
   }
   std::vector<size_t> order;
   for (size_t d = 0; d < nd; ++d)
-    if (op.dims[d].kind == DimKind::reduce) order.push_back(d);
+    if (op.dims[d].kind == DimKind::reduce && !resident) order.push_back(d);
   for (size_t d = 0; d < nd; ++d)
     if (op.dims[d].kind != DimKind::reduce) order.push_back(d);
+  for (size_t d = 0; d < nd; ++d)
+    if (op.dims[d].kind == DimKind::reduce && resident) order.push_back(d);
 
   SequentialPlan plan;
+  plan.tile = tile;
   std::vector<Instruction>& pieces = plan.pieces;
   std::vector<size_t> idx(nd, 0);
   while (true) {
@@ -330,6 +328,13 @@ SequentialPlan plan_sequential(const OpDef& op, const OpTable& ops, const Instru
       r.len.push_back(cl[d][idx[d]]);
     }
     pieces.push_back(slice_instruction(op, instr, r));
+    if (resident) {
+      // The next piece continues this output tile unless every reduce dim is at its last chunk.
+      bool more = false;
+      for (size_t d = 0; d < nd; ++d)
+        more = more || (op.dims[d].kind == DimKind::reduce && idx[d] + 1 < cb[d].size());
+      plan.holds_output.push_back(more ? 1 : 0);
+    }
     int k = static_cast<int>(nd) - 1;
     for (; k >= 0; --k) {
       size_t d = order[k];

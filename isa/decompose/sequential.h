@@ -7,7 +7,11 @@
 // order); `whole` dims are never split. The tiles are then rebalanced so that every piece of a
 // dim has near-equal length. Pieces are issued with reduce dims outermost (so a piece that
 // accumulates onto an output tile is issued a whole sweep after the piece that wrote it), then
-// the other dims in OpDef order, the last fastest.
+// the other dims in OpDef order, the last fastest. With resident partial sums (NodeBudget::
+// resident) the reduce dims that accumulate go innermost instead, in the same order among
+// themselves (so every output element adds its terms in the same order): the pieces sharing an
+// output tile are issued one after another, and all but the last leave it in local memory for
+// the next (SequentialPlan::holds_output).
 #pragma once
 
 #include <cstdint>
@@ -33,7 +37,14 @@ struct NodeBudget {
   // the parallel split are the ones of least estimated time (null: halving).
   const CostModel* model = nullptr;
   int level = 0;
+  // Resident partial sums at this node (the machine's `resident_partial_sums`).
+  bool resident = false;
 };
+
+// Whether tiling the instruction's dims by `tile` lets the pieces sharing an output tile keep it
+// resident: a reduce dim with an accumulate attribute is split, every split reduce dim has one,
+// and no input overlaps an output (an input must not read what the node has not written back).
+bool resident_split(const OpDef& op, const Instruction& instr, const std::vector<int64_t>& tile);
 
 // Bytes of the inputs a tiling leaves whole (same view in every piece, not written by the
 // instruction): what the static segment holds.
@@ -56,20 +67,39 @@ uint64_t tiling_footprint(const OpDef& op, const OpTable& ops, const Instruction
 Instruction worst_case_piece(const OpDef& op, const Instruction& instr,
                              const std::vector<int64_t>& len);
 
+// What a tiling costs against the budget: the bytes of its largest piece (one sub-block), or,
+// with a capacity, of the whole local memory it needs (the static inputs once plus N
+// sub-blocks for the rest). It fits when the cost is at most budget_limit (the sub-block or the
+// capacity).
+uint64_t tiling_cost(const OpDef& op, const OpTable& ops, const Instruction& instr,
+                     const std::vector<int64_t>& tile, const NodeBudget& budget);
+uint64_t budget_limit(const NodeBudget& budget);
+
 // The tile length per dim the budget's policy chooses (the pieces of plan_sequential). Throws
 // as sequential() does when nothing fits.
 std::vector<int64_t> choose_tiling(const OpDef& op, const OpTable& ops, const Instruction& instr,
                                    const NodeBudget& budget);
 
 struct SequentialPlan {
+  std::vector<int64_t> tile;  // the tile length per dim the pieces were cut by
   std::vector<Instruction> pieces;
   // LFU work the node streams over its parent's memory after the pieces (the merge of sorted
   // runs when a "reduce: merge" dim was split serially). Its operands are parent views.
   std::vector<Instruction> finalize;
+  // Resident partial sums: per piece, 1 when its output tiles stay in local memory for the next
+  // piece, which accumulates onto them (so this piece writes nothing back and the next loads
+  // nothing of its output); empty when no piece keeps its output.
+  std::vector<uint8_t> holds_output;
 };
 
 SequentialPlan plan_sequential(const OpDef& op, const OpTable& ops, const Instruction& instr,
                                const NodeBudget& budget);
+
+// The pieces of a given tiling (a tile length per dim, window dims ignored), rebalanced and in
+// issue order as plan_sequential gives them (with `resident_sums`, as for a budget with
+// resident partial sums); no check that they fit anything.
+SequentialPlan plan_tiling(const OpDef& op, const OpTable& ops, const Instruction& instr,
+                           const std::vector<int64_t>& tile, bool resident_sums = false);
 
 // Throws ConfigError naming budget.where, the op and its largest operand when even a piece of
 // extent 1 in every splittable dim does not fit.

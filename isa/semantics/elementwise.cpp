@@ -5,7 +5,8 @@
 // and i16; div truncates toward zero and saturates (x / 0 is the dtype's max for x > 0, its min
 // for x < 0, and 0 for 0); max and min are exact. u8 is numpy's uint8: add, sub and mul wrap
 // modulo 2^8, div is floor division (with the rule above for x / 0). u16, u32, u64, i64, f16 and
-// f64 have max and min only: exact, f16 compared through its value, NaN propagating as in f32.
+// f64 have max and min only: exact, f16 compared through its value, NaN propagating as in f32;
+// f64 also add (C's double add). f64 activations (exp, log) are computed and kept in double.
 // Activations on integers read the input as fixed point with `frac_bits` fraction bits: out =
 // saturate(round_half_even(f(x / 2^frac_bits) * 2^frac_bits)). Float activations other than relu
 // and leaky_relu are computed in double precision and rounded once to f32.
@@ -165,6 +166,8 @@ struct Activation {
           r = v > T(0) ? v : T(0);
         else if (fn == "leaky_relu")
           r = v > T(0) ? v : static_cast<T>(alpha) * v;
+        else if constexpr (std::is_same_v<T, double>)
+          r = activate(fn, v, alpha);  // f64: in double, no rounding to f32
         else
           r = to_float(activate(fn, v, alpha));
       } else {
@@ -210,7 +213,8 @@ void register_elementwise(ReferenceTable& t) {
     by_dtype_in<Eltwise>(AllTypes{}, in.operands[2].dtype, op.name, op, in, mem);
   };
   t["activation"] = [](const OpDef& op, const Instruction& in, MemoryView mem) {
-    by_dtype<Activation>(in.operands[1].dtype, op.name, op, in, mem);
+    by_dtype_in<Activation>(TypeList<float, double, int32_t, int16_t, int8_t>{},
+                            in.operands[1].dtype, op.name, op, in, mem);
   };
 }
 

@@ -71,6 +71,10 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
       {"run", "-m CONFIG -w PROGRAM [options]",
        "run a program (.fbin, .fasm) or workload (.yaml, .onnx) on a machine", cmd_run},
+      {"map", "-m CONFIG -w PROGRAM --instruction K [--sample N] [--seed S] [options]",
+       "the mapping oracle: simulate the top node's decomposition candidates for one "
+       "instruction and rank the policy's choice",
+       cmd_map},
       {"compile", "WORKLOAD -o X.fbin [options]",
        "compile a workload (.yaml, .onnx) to a binary program", cmd_compile},
       {"asm", "IN.fasm|- -o OUT.fbin", "assemble a text program", cmd_asm},
@@ -78,8 +82,10 @@ const std::vector<Command>& commands() {
       {"config check", "CONFIG [--set KEY=VALUE]...", "check a machine config and print its shape",
        cmd_config_check},
       {"isa list", "", "one line per op of the instruction set", cmd_isa_list},
-      {"isa doc", "[-o FILE]", "the op reference in Markdown (isa/README.md is its output)",
+      {"isa doc", "[-o FILE]", "the op reference in Markdown (isa/ops/README.md is its output)",
        cmd_isa_doc},
+      {"isa check", "FILE...",
+       "check op definitions (the form of isa/ops/*.yaml) against the shipped ops", cmd_isa_check},
       {"sweep",
        "SPEC [-j N | --slurm [--partition P] [--no-wait]] [--out DIR] [--plots] | --gather DIR",
        "run a sweep of machines, overrides, workloads and batches; one CSV row per run", cmd_sweep},

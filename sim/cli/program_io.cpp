@@ -86,18 +86,4 @@ compiler::CompileOptions compile_options(std::string_view command, const std::st
   return o;
 }
 
-void write_file_atomically(const std::string& path, const std::string& contents) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw ConfigError(fmt::format("{}: cannot write file", path));
-    out << contents;
-    out.flush();
-    if (!out) throw ConfigError(fmt::format("{}: cannot write file", path));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw ConfigError(fmt::format("{}: cannot write file ({})", path, ec.message()));
-}
-
 }  // namespace fracsim::cli

@@ -9,6 +9,7 @@
 #include "compiler/compile_options.h"
 #include "compiler/workload.h"
 #include "isa/program.h"
+#include "sim/cli/atomic_file.h"
 
 namespace fracsim::cli {
 
@@ -39,9 +40,5 @@ inline constexpr const char* kFuseHelp =
 inline constexpr const char* kFoldBnHelp =
     "fold a batchnorm after a conv2d into the conv's weight and bias (computed in double, "
     "rounded once to f32)";
-
-// Writes a file through a temporary and a rename, so that an interrupted or failed write never
-// leaves a half-written file where a good one was.
-void write_file_atomically(const std::string& path, const std::string& contents);
 
 }  // namespace fracsim::cli

@@ -76,7 +76,7 @@ size_t run_sweep_locally(const std::string& dir, const SweepSpec& spec, int jobs
 size_t run_sweep_on_slurm(const std::string& dir, const SweepSpec& spec,
                           const std::string& partition, bool wait);
 
-// The columns of sweep.csv, in order (README, "Sweeps").
+// The columns of sweep.csv, in order (sim/README.md, "Sweeps").
 const std::vector<std::string>& sweep_csv_columns();
 // Writes DIR/sweep.csv from the finished runs' stats.json and run.json; returns the runs that
 // are not done.

@@ -133,7 +133,8 @@ TEST_CASE("bad machine configs exit 2 naming file, line and key") {
   const Bad bad[] = {
       {"unknown.yaml", "    fanout: 2\n", "    fanout: 2\n    colour: red\n",
        "unknown.yaml:9: levels[0].colour: unknown key (expected one of: clock, decode_cycles, "
-       "fanout, keep_outputs, leaf, link, memory, name, overlap, pipeline_depth)"},
+       "fanout, keep_outputs, leaf, link, memory, name, overlap, pipeline_depth, "
+       "resident_partial_sums)"},
       {"missing.yaml", "{bandwidth: 16 GB/s, latency: 10 ns}", "{latency: 10 ns}",
        "missing.yaml:10: levels[0].link.bandwidth: missing required key"},
       {"unit.yaml", "{bandwidth: 16 GB/s,", "{bandwidth: 16 GHz,",
@@ -141,6 +142,8 @@ TEST_CASE("bad machine configs exit 2 naming file, line and key") {
        "'16 GHz'"},
       {"fanout.yaml", "    fanout: 2\n", "    fanout: 0\n",
        "fanout.yaml:8: levels[0].fanout: must be at least 1, got 0"},
+      {"resident.yaml", "    fanout: 2\n", "    fanout: 2\n    resident_partial_sums: yes\n",
+       "resident.yaml:9: levels[0].resident_partial_sums: expected true or false, got 'yes'"},
       {"overlap.yaml", "    fanout: 2\n", "    fanout: 2\n    overlap: often\n",
        "overlap.yaml:9: levels[0].overlap: expected true or false, got 'often'"},
   };
@@ -226,7 +229,9 @@ TEST_CASE("fracsim help lists every command with its summary") {
            "  disasm        disassemble a binary program\n",
            "  config check  check a machine config and print its shape\n",
            "  isa list      one line per op of the instruction set\n",
-           "  isa doc       the op reference in Markdown (isa/README.md is its output)\n",
+           "  isa doc       the op reference in Markdown (isa/ops/README.md is its output)\n",
+           "  isa check     check op definitions (the form of isa/ops/*.yaml) against the "
+           "shipped ops\n",
            "  verify        run directed and random vectors through an RTL unit and the "
            "reference\n",
            "  help          list the commands, or describe one\n",
@@ -241,7 +246,8 @@ TEST_CASE("fracsim help lists every command with its summary") {
   CHECK(bare.out == r.out);
   CliResult bad = run_fracsim("isa frob");
   CHECK(bad.code == 2);
-  CHECK(bad.out == "error: fracsim isa: usage: fracsim isa list | fracsim isa doc [-o FILE]\n");
+  CHECK(bad.out == "error: fracsim isa: usage: fracsim isa list | fracsim isa doc [-o FILE] | fracsim isa "
+                   "check FILE...\n");
   bad = run_fracsim("help frob");
   CHECK(bad.code == 2);
   CHECK(bad.out == "error: fracsim help: unknown command 'frob' (see 'fracsim help')\n");

@@ -16,11 +16,9 @@ struct CliResult {
   std::string out;  // stdout and stderr together
 };
 
-// Runs `fracsim ARGS` in the source folder (ARGS may continue with a shell pipeline).
-inline CliResult run_fracsim(const std::string& args) {
+// Runs a shell command line; its stdout (append 2>&1 for stderr too) and exit code.
+inline CliResult run_shell(const std::string& cmd) {
   CliResult r;
-  const std::string cmd =
-      std::string("cd '") + FRACSIM_SOURCE_DIR + "' && '" + FRACSIM_BINARY + "' " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
   char buf[4096];
@@ -29,6 +27,12 @@ inline CliResult run_fracsim(const std::string& args) {
   const int status = pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// Runs `fracsim ARGS` in the source folder (ARGS may continue with a shell pipeline).
+inline CliResult run_fracsim(const std::string& args) {
+  return run_shell(std::string("cd '") + FRACSIM_SOURCE_DIR + "' && '" + FRACSIM_BINARY + "' " +
+                   args + " 2>&1");
 }
 
 // A new empty folder under the system's temporary folder, named after `prefix`.

@@ -60,15 +60,16 @@ std::string import_error(const OnnxModelBuilder& b) {
 const char* kSupported =
     "Abs, Acos, Acosh, Add, And, ArgMax, ArgMin, Asin, Asinh, Atan, Atanh, AveragePool, "
     "BatchNormalization, Cast, CastLike, Ceil, Celu, Clip, Concat, Constant, Conv, ConvTranspose, "
-    "Cos, Cosh, Div, Dropout, Elu, Equal, Erf, Exp, Expand, Flatten, Floor, Gather, "
-    "GatherElements, Gemm, GlobalAveragePool, GlobalMaxPool, Greater, GreaterOrEqual, "
-    "HardSigmoid, HardSwish, Identity, LRN, LayerNormalization, LeakyRelu, Less, LessOrEqual, "
-    "Log, LogSoftmax, MatMul, Max, MaxPool, Mean, Min, Mod, Mul, Neg, NegativeLogLikelihoodLoss, "
-    "Not, Or, PRelu, Pad, Pow, Reciprocal, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp, "
-    "ReduceMax, ReduceMean, ReduceMin, ReduceSum, ReduceSumSquare, Relu, Reshape, Round, Selu, "
-    "Sigmoid, Sign, Sin, Sinh, Slice, Softmax, SoftmaxCrossEntropyLoss, Softplus, Softsign, "
-    "Split, Sqrt, Squeeze, Sub, Sum, Tan, Tanh, ThresholdedRelu, TopK, Transpose, Trilu, "
-    "Unsqueeze, Where, Xor";
+    "Cos, Cosh, CumSum, DepthToSpace, Div, Dropout, Elu, Equal, Erf, Exp, Expand, EyeLike, "
+    "Flatten, Floor, Gather, GatherElements, Gemm, GlobalAveragePool, GlobalMaxPool, Greater, "
+    "GreaterOrEqual, HardSigmoid, HardSwish, Hardmax, Identity, InstanceNormalization, IsInf, "
+    "LRN, LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, MatMul, Max, "
+    "MaxPool, Mean, MeanVarianceNormalization, Min, Mod, Mul, Neg, NegativeLogLikelihoodLoss, "
+    "Not, OneHot, Or, PRelu, Pad, Pow, Reciprocal, ReduceL1, ReduceL2, ReduceLogSum, "
+    "ReduceLogSumExp, ReduceMax, ReduceMean, ReduceMin, ReduceProd, ReduceSum, ReduceSumSquare, "
+    "Relu, Reshape, Resize, Round, Selu, Shrink, Sigmoid, Sign, Sin, Sinh, Slice, Softmax, "
+    "SoftmaxCrossEntropyLoss, Softplus, Softsign, SpaceToDepth, Split, Sqrt, Squeeze, Sub, Sum, "
+    "Tan, Tanh, ThresholdedRelu, Tile, TopK, Transpose, Trilu, Unsqueeze, Upsample, Where, Xor";
 
 }  // namespace
 
@@ -253,8 +254,9 @@ TEST_CASE("what the front end does not support is an error naming file, node, op
         std::string("m.onnx: node 'n1' (Foo): op Foo is not supported (fracsim imports ") +
             kSupported + ")");
   // An unnamed node is named by its index.
-  CHECK(import_error(unary("Hardmax", ""))
-            .rfind("m.onnx: node 0 (Hardmax): op Hardmax is not supported", 0) == 0);
+  CHECK(import_error(unary("StringNormalizer", ""))
+            .rfind("m.onnx: node 0 (StringNormalizer): op StringNormalizer is not supported", 0) ==
+        0);
   {
     OnnxModelBuilder b = unary("MaxPool", "pool1");
     auto& n = *b.model().graph().node().begin();
@@ -309,7 +311,7 @@ TEST_CASE("what the front end does not support is an error naming file, node, op
   }
   // The ISA's eltwise has u16 rows for max and min only, and i8 add saturates where ONNX wraps.
   CHECK(import_error(binary(onnx::TensorProto::UINT16, "Add")) ==
-        "m.onnx: node 'e' (Add): input 'x' has dtype u16; this op takes f32, i32, u8");
+        "m.onnx: node 'e' (Add): input 'x' has dtype u16; this op takes f32, i32, u8, f64");
   CHECK(import_error(binary(onnx::TensorProto::INT8, "Mul")) ==
         "m.onnx: node 'e' (Mul): input 'x' has dtype i8; this op takes f32, i32, u8");
   CHECK(import_error(binary(onnx::TensorProto::UINT16, "Max")) == "no error");

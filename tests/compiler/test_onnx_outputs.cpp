@@ -11,13 +11,17 @@
 #include "compiler/onnx_import.h"
 #include "isa/op_def.h"
 #include "isa/reference.h"
+#include "tests/common/program_inspect.h"
 #include "tests/compiler/onnx_model_builder.h"
 
 using namespace fracsim;
 using isa::DType;
 using isa::Shape;
 using testing::OnnxModelBuilder;
+using testing::op_names;
 using testing::set_attr;
+using testing::symbol;
+using testing::values;
 
 namespace {
 
@@ -31,36 +35,6 @@ onnx::TensorProto floats(std::vector<int64_t> dims, const std::vector<float>& v)
   for (int64_t d : dims) t.add_dims(d);
   for (float f : v) t.add_float_data(f);
   return t;
-}
-
-const isa::Symbol& symbol(const isa::Program& p, const std::string& name) {
-  for (const isa::Symbol& s : p.symbols)
-    if (s.name == name) return s;
-  FAIL("no symbol ", name);
-  return p.symbols.front();
-}
-
-std::vector<std::string> op_names(const isa::Program& p) {
-  std::vector<std::string> names;
-  for (const isa::Instruction& in : p.instructions) {
-    const isa::OpDef& op = ops().get(in.opcode);
-    const int fn = op.attr_index("fn");
-    names.push_back(fn < 0 ? op.name : op.name + " " + op.enum_value("fn", in.attrs));
-  }
-  return names;
-}
-
-template <typename T>
-std::vector<T> values(const isa::Program& p, const std::vector<uint8_t>& image,
-                      const std::string& name) {
-  const isa::TensorRef& t = symbol(p, name).tensor;
-  std::vector<T> out;
-  isa::for_each_offset(t, [&](int64_t off) {
-    T v;
-    std::memcpy(&v, image.data() + t.address + off * sizeof(T), sizeof(T));
-    out.push_back(v);
-  });
-  return out;
 }
 
 }  // namespace

@@ -3,10 +3,10 @@
 // children and the LFU reductions with the reference semantics gives what the whole instruction
 // gives. Integer results are bit-exact. f32 results are bit-exact unless a reduce dim was split
 // across children (the LFU then reassociates a sum): each element may then differ by at most
-// 2 * (R - 1) * 2^-24 * S (likewise for ops that declare `reassociates`), where R is the number
-// of terms summed into it and S the same result
-// computed on the inputs' absolute values, or the result itself when every term is
-// non-negative (the classic bound for two orders of a float sum).
+// 2 * (R - 1) * 2^-24 * S (2^-53 for f64; likewise for ops that declare `reassociates`), where R
+// is the number of terms summed into it and S the same result computed on the inputs' absolute
+// values, or the result itself when every term is non-negative (the classic bound for two orders
+// of a float sum; a product's terms are multiplied, S is then |result|).
 //
 // FRACSIM_PROPERTY_CASES sets the number of cases per op and dtype row (100 in the quick set;
 // the long set runs 2,000).
@@ -188,9 +188,21 @@ Case random_case(const OpDef& op, std::mt19937_64& rng, size_t row_index) {
     c.instr.operands.push_back(ref);
   }
   c.memory.assign(at, 0);
+  // A product of f32 terms takes factors +-e^u, |u| <= 0.1: thousands of them stay normal
+  // floats, where products of [-2, 2) underflow and subnormals lose the relative bound.
+  const bool product = op.attr_index("fn") >= 0 &&
+                       op.attributes[op.attr_index("fn")].type == AttrType::enumeration &&
+                       op.enum_value("fn", attrs) == "prod";
   for (const TensorRef& t : c.instr.operands) {
     uint8_t* base = c.memory.data() + t.address;
-    for (int64_t i = 0; i < t.stored_elements(); ++i) random_element(rng, t, base, i);
+    for (int64_t i = 0; i < t.stored_elements(); ++i) {
+      random_element(rng, t, base, i);
+      if (product && t.dtype == DType::f32) {
+        const float v = std::exp(std::uniform_real_distribution<float>(-0.1f, 0.1f)(rng)) *
+                        (pick(0, 1) ? 1.0f : -1.0f);
+        std::memcpy(base + 4 * i, &v, 4);
+      }
+    }
   }
   return c;
 }
@@ -237,15 +249,22 @@ void check_equal(const OpDef& op, const Case& c, const std::vector<uint8_t>& got
   MemoryView w{const_cast<uint8_t*>(want.data()), want.size()};
   // The magnitude S of each element: the op on the absolute values of its inputs.
   std::vector<uint8_t> mag = c.memory;
-  if (reassociated && out.dtype == DType::f32) {
+  const bool real = out.dtype == DType::f32 || out.dtype == DType::f64;
+  if (reassociated && real) {
     for (size_t o = 0; o < c.instr.operands.size(); ++o) {
       const TensorRef& t = c.instr.operands[o];
-      if (t.dtype != DType::f32) continue;
       for (int64_t i = 0; i < t.stored_elements(); ++i) {
-        float v;
-        std::memcpy(&v, &mag[t.address + 4 * i], 4);
-        v = std::fabs(v);
-        std::memcpy(&mag[t.address + 4 * i], &v, 4);
+        if (t.dtype == DType::f32) {
+          float v;
+          std::memcpy(&v, &mag[t.address + 4 * i], 4);
+          v = std::fabs(v);
+          std::memcpy(&mag[t.address + 4 * i], &v, 4);
+        } else if (t.dtype == DType::f64) {
+          double v;
+          std::memcpy(&v, &mag[t.address + 8 * i], 8);
+          v = std::fabs(v);
+          std::memcpy(&mag[t.address + 8 * i], &v, 8);
+        }
       }
     }
     execute_reference(op, c.instr, MemoryView{mag.data(), mag.size()});
@@ -257,7 +276,7 @@ void check_equal(const OpDef& op, const Case& c, const std::vector<uint8_t>& got
   for_each_offset(out, [&](int64_t off) {
     const uint64_t at = out.address + off * es;
     if (std::memcmp(&got[at], &want[at], es) == 0) return;
-    if (!reassociated || out.dtype != DType::f32) {
+    if (!reassociated || !real) {
       ++mismatches;
       return;
     }
@@ -265,7 +284,8 @@ void check_equal(const OpDef& op, const Case& c, const std::vector<uint8_t>& got
     // the result itself is S. The larger of the two is a bound for both.
     const double s_mag =
         std::max(std::fabs(load_element(out, off, m)), std::fabs(load_element(out, off, w)));
-    const double bound = 2.0 * terms * std::ldexp(1.0, -24) * s_mag;
+    // f64 (sums in double) likewise with its 2^-53.
+    const double bound = 2.0 * terms * std::ldexp(1.0, out.dtype == DType::f64 ? -53 : -24) * s_mag;
     if (std::fabs(load_element(out, off, g) - load_element(out, off, w)) > bound) ++mismatches;
   });
   CHECK_MESSAGE(mismatches == 0, op.name, " ", tensor_str(out));

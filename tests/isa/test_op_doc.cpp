@@ -1,4 +1,4 @@
-// The committed op reference (isa/README.md) is what `fracsim isa doc` generates now.
+// The committed op reference (isa/ops/README.md) is what `fracsim isa doc` generates now.
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -6,14 +6,14 @@
 
 #include "isa/op_doc.h"
 
-TEST_CASE("isa/README.md is the current output of fracsim isa doc") {
-  std::ifstream in(std::string(FRACSIM_SOURCE_DIR) + "/isa/README.md");
+TEST_CASE("isa/ops/README.md is the current output of fracsim isa doc") {
+  std::ifstream in(std::string(FRACSIM_SOURCE_DIR) + "/isa/ops/README.md");
   std::stringstream committed;
   committed << in.rdbuf();
   const std::string now = fracsim::isa::op_reference_markdown(fracsim::isa::OpTable::builtin());
   CHECK_MESSAGE(
       committed.str() == now,
-      "isa/README.md is stale; regenerate it with: build/fracsim isa doc -o isa/README.md");
+      "isa/ops/README.md is stale; regenerate it with: build/fracsim isa doc -o isa/ops/README.md");
 }
 
 TEST_CASE("isa list names every op once, with its opcode and unit") {

@@ -28,7 +28,7 @@ using fracsim::testing::get;
 using fracsim::testing::put;
 
 // reduce's attributes in declaration order (pinned by the first test): fn, divisor, accumulate.
-enum Fn : int64_t { kSum, kMean, kMax, kMin };
+enum Fn : int64_t { kSum, kMean, kMax, kMin, kProd };
 std::vector<int64_t> red(Fn fn, int64_t accumulate = 0, int64_t divisor = 1) {
   return {fn, divisor, accumulate};
 }
@@ -47,7 +47,7 @@ Instruction row_reduce(DType in_t, DType out_t, int64_t rows, int64_t n,
 TEST_CASE("reduce: the attribute layout the hand cases rely on") {
   const OpDef& op = ops().get("reduce");
   REQUIRE(op.attributes.size() == 3);
-  CHECK(op.attributes[0].values == std::vector<std::string>{"sum", "mean", "max", "min"});
+  CHECK(op.attributes[0].values == std::vector<std::string>{"sum", "mean", "max", "min", "prod"});
   CHECK(op.attributes[0].float_only == std::vector<std::string>{"mean"});
   CHECK(op.attributes[1].name == "divisor");
   CHECK(op.attributes[2].name == "accumulate");
@@ -72,6 +72,34 @@ TEST_CASE("reduce sum: integers widen to i32 and wrap around") {
     put<int32_t>(mem, 256, {10});
     run_reference(row_reduce(DType::i16, DType::i32, 1, 2, red(kSum, 1)), mem);
     CHECK(get<int32_t>(mem, 256, 1)[0] == -90);
+  }
+}
+
+TEST_CASE("reduce prod from 1 or the old output, i32 wrapping, and an f64 sum in double") {
+  std::vector<uint8_t> mem(512, 0);
+  SUBCASE("f32") {
+    put<float>(mem, 0, {1.5f, -2.0f, 4.0f, 0.5f, 3.0f, -1.0f});
+    put<float>(mem, 256, {-7.0f, -7.0f});  // overwritten: accumulate is off
+    run_reference(row_reduce(DType::f32, DType::f32, 2, 3, red(kProd)), mem);
+    CHECK(get<float>(mem, 256, 2) == std::vector<float>{-12.0f, -1.5f});
+  }
+  SUBCASE("f32 with accumulate multiplies onto the old output") {
+    put<float>(mem, 0, {2.0f, 3.0f});
+    put<float>(mem, 256, {0.5f});
+    run_reference(row_reduce(DType::f32, DType::f32, 1, 2, red(kProd, 1)), mem);
+    CHECK(get<float>(mem, 256, 1)[0] == 3.0f);
+  }
+  SUBCASE("i8 widens to i32 and wraps around") {
+    // 127^5 = 33038369407 wraps modulo 2^32.
+    put<int8_t>(mem, 0, {127, 127, 127, 127, 127});
+    run_reference(row_reduce(DType::i8, DType::i32, 1, 5, red(kProd)), mem);
+    CHECK(get<int32_t>(mem, 256, 1)[0] ==
+          static_cast<int32_t>(static_cast<uint32_t>(33038369407ull & 0xffffffffull)));
+  }
+  SUBCASE("f64 sum keeps double precision") {
+    put<double>(mem, 0, {1.0, 1e-12, 1e-12});
+    run_reference(row_reduce(DType::f64, DType::f64, 1, 3, red(kSum)), mem);
+    CHECK(get<double>(mem, 256, 1)[0] == 1.0 + 1e-12 + 1e-12);
   }
 }
 

@@ -24,13 +24,14 @@ namespace fs = std::filesystem;
 
 const fs::path kConfigs = fs::path(FRACSIM_SOURCE_DIR) / "configs";
 const fs::path kTables = kConfigs / "energy";
+const fs::path kSweeps = kConfigs / "sweeps";  // sweep specs, run by the README's test
 
-// Machine configs: every .yaml under configs/ but the energy tables, sorted.
+// Machine configs: every .yaml under configs/ but the energy tables and sweep specs, sorted.
 std::vector<fs::path> machine_configs() {
   std::vector<fs::path> out;
   for (const auto& e : fs::recursive_directory_iterator(kConfigs)) {
     if (!e.is_regular_file() || e.path().extension() != ".yaml") continue;
-    if (e.path().parent_path() == kTables) continue;
+    if (e.path().parent_path() == kTables || e.path().parent_path() == kSweeps) continue;
     out.push_back(e.path());
   }
   std::sort(out.begin(), out.end());

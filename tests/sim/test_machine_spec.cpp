@@ -96,13 +96,14 @@ TEST_CASE("tiny.yaml's effective config lists every value and what was defaulted
        "memory": {"capacity": "512 KiB", "bandwidth": "64 GB/s", "latency": "2 ns", "banks": 4,
                   "defaulted": []},
        "link": {"bandwidth": "32 GB/s", "latency": "20 ns", "multicast": false, "defaulted": []},
-       "keep_outputs": false, "overlap": false, "defaulted": []},
+       "keep_outputs": false, "resident_partial_sums": false, "overlap": false,
+       "defaulted": []},
       {"name": "core", "fanout": 2, "clock": "1 GHz", "pipeline_depth": 3, "decode_cycles": 1,
        "memory": {"capacity": "64 KiB", "bandwidth": "64 GB/s", "latency": "0 ps", "banks": 1,
                   "defaulted": ["latency", "banks"]},
        "link": {"bandwidth": "16 GB/s", "latency": "10 ns", "multicast": false,
                 "defaulted": []},
-       "keep_outputs": false, "overlap": false,
+       "keep_outputs": false, "resident_partial_sums": false, "overlap": false,
        "leaf": {"matrix": {"rows": 4, "cols": 4, "f32": {"rows": 4, "cols": 4},
                            "i16": {"rows": 4, "cols": 4}, "i8": {"rows": 4, "cols": 4},
                            "defaulted": ["f32", "i16", "i8"]},
@@ -207,7 +208,8 @@ TEST_CASE("the base machine of the error tests is valid") {
 TEST_CASE("an unknown key names the file, line, key and the keys expected there") {
   CHECK(error_of(with("  - name: core\n", "  - name: core\n    colour: red\n")) ==
         "bad.yaml:13: levels[1].colour: unknown key (expected one of: clock, decode_cycles, "
-        "fanout, keep_outputs, leaf, link, memory, name, overlap, pipeline_depth)");
+        "fanout, keep_outputs, leaf, link, memory, name, overlap, pipeline_depth, "
+        "resident_partial_sums)");
   CHECK(error_of(with("32 GB/s}\n", "32 GB/s, size: 1 GiB}\n")) ==
         "bad.yaml:5: root.memory.size: unknown key (expected one of: bandwidth, banks, "
         "capacity, latency)");
@@ -273,11 +275,14 @@ TEST_CASE("integers out of range name the bound and the value") {
         "bad.yaml:18: levels[1].leaf.vector.lanes: must be at least 1, got -8");
   CHECK(error_of(with("    fanout: 2\n    memory", "    fanout: 4294967296\n    memory")) ==
         "bad.yaml:13: levels[1].fanout: must be at most 2147483647, got 4294967296");
-  // 2^24 x (2^24 + 1) nodes: more than the guard against overflow allows.
-  const std::string huge = replaced(with("fanout: 2\n    lfu", "fanout: 16777216\n    lfu"),
-                                    "fanout: 2\n    memory", "fanout: 16777217\n    memory");
+  // 2^10 x (2^10 + 1) leaves: more than the 2^20 nodes a level may have; 2^10 x 2^10 is allowed.
+  const std::string huge = replaced(with("fanout: 2\n    lfu", "fanout: 1024\n    lfu"),
+                                    "fanout: 2\n    memory", "fanout: 1025\n    memory");
   CHECK(error_of(huge) ==
-        "bad.yaml:13: levels[1].fanout: makes the machine larger than 2^48 nodes");
+        "bad.yaml:13: levels[1].fanout: gives level core more than 1048576 nodes (2^20), the most "
+        "fracsim simulates");
+  CHECK(error_of(replaced(with("fanout: 2\n    lfu", "fanout: 1024\n    lfu"),
+                          "fanout: 2\n    memory", "fanout: 1024\n    memory")) == "(no error)");
   CHECK(error_of(with("    fanout: 2\n    memory", "    fanout: two\n    memory")) ==
         "bad.yaml:13: levels[1].fanout: expected an integer, got 'two'");
 }
@@ -306,7 +311,21 @@ TEST_CASE("a level's clock defaults to the clock of the level above") {
   CHECK(m.effective["levels"][1]["clock"] == "500 MHz");
   CHECK(m.effective["levels"][0]["defaulted"] ==
         nlohmann::ordered_json::array(
-            {"pipeline_depth", "decode_cycles", "keep_outputs", "overlap"}));
+            {"pipeline_depth", "decode_cycles", "keep_outputs", "resident_partial_sums",
+             "overlap"}));
+}
+
+TEST_CASE("resident_partial_sums is a boolean of each level, true unless given") {
+  const MachineSpec m = parse_machine_spec(kBase, "ok.yaml");
+  CHECK(m.levels[0].resident_partial_sums);
+  CHECK(m.levels[1].resident_partial_sums);
+  const MachineSpec off = parse_machine_spec(
+      with("  - name: core\n", "  - name: core\n    resident_partial_sums: false\n"), "ok.yaml");
+  CHECK(off.levels[0].resident_partial_sums);
+  CHECK_FALSE(off.levels[1].resident_partial_sums);
+  CHECK(off.effective["levels"][1]["resident_partial_sums"] == false);
+  CHECK(error_of(with("  - name: core\n", "  - name: core\n    resident_partial_sums: 1\n")) ==
+        "bad.yaml:13: levels[1].resident_partial_sums: expected true or false, got '1'");
 }
 
 TEST_CASE("zero capacities and bandwidths are rejected, negative quantities too") {

@@ -26,7 +26,7 @@ namespace {
 
 // The data-movement features off, as the tests derive their numbers without them unless they
 // say otherwise.
-const std::string kMovementOff = "keep_outputs: false";
+const std::string kMovementOff = "keep_outputs: false\n    resident_partial_sums: false";
 
 std::string one_level(int pipeline_depth, const std::string& capacity,
                       const std::string& movement = kMovementOff) {
@@ -174,6 +174,104 @@ TEST_CASE("an output kept in the permutation table is not loaded by the next ins
     CHECK(off.cycles == 201);
     CHECK(counter(off, 1, Counter::static_hits) == 1);
     CHECK(counter(off, 1, Counter::load_bytes) == 768);
+    if (mode == Mode::functional) {
+      CHECK(on.memory == isa::run_reference(p, isa::OpTable::builtin()));
+      CHECK(off.memory == on.memory);
+    }
+  }
+}
+
+// The machine with the data-movement features off but resident partial sums as given.
+std::string resident(int pipeline_depth, const std::string& capacity, bool on) {
+  return one_level(pipeline_depth, capacity,
+                   fmt::format("keep_outputs: false\n    resident_partial_sums: {}", on));
+}
+
+TEST_CASE("resident partial sums: four K pieces of one output tile, pipelined 3 deep") {
+  // a[4,64] x b[64,4] -> out[4,4] f32: a 1024 B, b 1024 B, out 64 B, in 2112 B with N = 3.
+  // The whole memory: a and b static, 2048 + 3 * 64 = 2240 > 2112; no halving saves bytes
+  // (K: 3 * 1088; M or N: 1024 + 3 * 576), so the longest tile, K, is halved, then K again:
+  // 3 * (256 + 256 + 64) = 1728 <= 2112, but nothing is static, so the sub-block plan decides:
+  // 2112 / 3 = 704 B a sub-block, K halved twice (1088 -> 576 <= 704): 4 pieces of K = 16.
+  // Each piece: LD a 256 + b 256 = 512 B: 10 + 32 = 42; EX 1 * 1 * 16 + 7 = 23; WB out 64 B:
+  // 10 + 4 = 14; an accumulating piece that reloads out loads 576 B: 10 + 36 = 46.
+  //   on: the tile stays in the accumulator; pieces 0-2 write nothing back (WB 0 cycles),
+  //       none loads out, so no piece waits for another's write-back: LD back to back.
+  //            ID        LD          EX          WB
+  //   piece 0  1 -> 2    2 -> 44     44 -> 67    67 (nothing)
+  //   piece 1  2 -> 3    44 -> 86    86 -> 109   109 (nothing)
+  //   piece 2  3 -> 4    86 -> 128   128 -> 151  151 (nothing)
+  //   piece 3  67 -> 68  128 -> 170  170 -> 193  193 -> 207
+  //   (piece 3 waits for a sub-block: piece 0 retires at 67.)
+  //   off: each piece past 0 accumulates onto out in the parent: its LD waits for the previous
+  //        piece's write-back (37 cycles of hazard each), then loads 576 B.
+  //   piece 0  1 -> 2    2 -> 44     44 -> 67    67 -> 81
+  //   piece 1  2 -> 3    81 -> 127   127 -> 150  150 -> 164
+  //   piece 2  3 -> 4    164 -> 210  210 -> 233  233 -> 247
+  //   piece 3  81 -> 82  247 -> 293  293 -> 316  316 -> 330
+  const isa::Program p = matmul_program(4, 64, 4);
+  for (Mode mode : {Mode::timing, Mode::functional}) {
+    CAPTURE(mode == Mode::timing);
+    RunResult on = run(resident(3, "2112 B", true), p, mode);
+    CHECK(counter(on, 1, Counter::pieces) == 4);
+    CHECK(on.cycles == 207);
+    CHECK(counter(on, 1, Counter::load_bytes) == 4 * 512);
+    CHECK(counter(on, 1, Counter::store_bytes) == 64);
+    CHECK(counter(on, 1, Counter::load_cycles) == 4 * 42);
+    CHECK(counter(on, 1, Counter::writeback_cycles) == 14);
+    CHECK(counter(on, 1, Counter::hazard_cycles) == 0);
+    CHECK(counter(on, 1, Counter::resident_bytes) == 3 * 2 * 64);
+    RunResult off = run(resident(3, "2112 B", false), p, mode);
+    CHECK(counter(off, 1, Counter::pieces) == 4);
+    CHECK(off.cycles == 330);
+    CHECK(counter(off, 1, Counter::load_bytes) == 4 * 512 + 3 * 64);
+    CHECK(counter(off, 1, Counter::store_bytes) == 4 * 64);
+    CHECK(counter(off, 1, Counter::load_cycles) == 42 + 3 * 46);
+    CHECK(counter(off, 1, Counter::writeback_cycles) == 4 * 14);
+    CHECK(counter(off, 1, Counter::hazard_cycles) == 3 * 37);
+    CHECK(counter(off, 1, Counter::resident_bytes) == 0);
+    if (mode == Mode::functional) {
+      CHECK(on.memory == isa::run_reference(p, isa::OpTable::builtin()));
+      CHECK(off.memory == on.memory);
+    }
+  }
+}
+
+TEST_CASE("resident partial sums: two output tiles, each of two K pieces, issued tile by tile") {
+  // a[8,16] x b[16,8] -> out[8,8] f32: a 512 B, b 512 B, out 256 B, in a 512 B memory with one
+  // sub-block. Halving: K first (saves a/2 + b/2 = 512, M or N saves 384): 256 + 256 + 256 =
+  // 768 > 512; then M, N and K each save 256 and M wins the tie (parallel, first): a[4,8]
+  // 128 + b[8,8] 256 + out[4,8] 128 = 512. Pieces (m, k) of M 2 x K 2; nothing is static.
+  // Each piece: LD a + b 384 B: 10 + 24 = 34; EX 1 * 2 * 8 + 7 = 23; WB out 128 B: 10 + 8 = 18;
+  // an accumulating piece that reloads out loads 512 B: 10 + 32 = 42. One sub-block: a piece
+  // is decoded when the one before has retired.
+  //   on: issued (m0,k0) (m0,k1) (m1,k0) (m1,k1); the k0 pieces write nothing back.
+  //   piece (m0,k0)  ID 1 -> 2      LD 2 -> 36      EX 36 -> 59
+  //   piece (m0,k1)  ID 59 -> 60    LD 60 -> 94     EX 94 -> 117    WB 117 -> 135
+  //   piece (m1,k0)  ID 135 -> 136  LD 136 -> 170   EX 170 -> 193
+  //   piece (m1,k1)  ID 193 -> 194  LD 194 -> 228   EX 228 -> 251   WB 251 -> 269
+  //   off: issued (k0,m0) (k0,m1) (k1,m0) (k1,m1), reduce dims outermost; every piece writes
+  //   back, the k1 pieces load out again.
+  //   piece (m0,k0)  ID 1 -> 2      LD 2 -> 36      EX 36 -> 59     WB 59 -> 77
+  //   piece (m1,k0)  ID 77 -> 78    LD 78 -> 112    EX 112 -> 135   WB 135 -> 153
+  //   piece (m0,k1)  ID 153 -> 154  LD 154 -> 196   EX 196 -> 219   WB 219 -> 237
+  //   piece (m1,k1)  ID 237 -> 238  LD 238 -> 280   EX 280 -> 303   WB 303 -> 321
+  const isa::Program p = matmul_program(8, 16, 8);
+  for (Mode mode : {Mode::timing, Mode::functional}) {
+    CAPTURE(mode == Mode::timing);
+    RunResult on = run(resident(1, "512 B", true), p, mode);
+    CHECK(counter(on, 1, Counter::pieces) == 4);
+    CHECK(on.cycles == 269);
+    CHECK(counter(on, 1, Counter::load_bytes) == 4 * 384);
+    CHECK(counter(on, 1, Counter::store_bytes) == 2 * 128);
+    CHECK(counter(on, 1, Counter::writeback_cycles) == 2 * 18);
+    CHECK(counter(on, 1, Counter::resident_bytes) == 2 * 2 * 128);
+    RunResult off = run(resident(1, "512 B", false), p, mode);
+    CHECK(counter(off, 1, Counter::pieces) == 4);
+    CHECK(off.cycles == 321);
+    CHECK(counter(off, 1, Counter::load_bytes) == 4 * 384 + 2 * 128);
+    CHECK(counter(off, 1, Counter::store_bytes) == 4 * 128);
+    CHECK(counter(off, 1, Counter::writeback_cycles) == 4 * 18);
     if (mode == Mode::functional) {
       CHECK(on.memory == isa::run_reference(p, isa::OpTable::builtin()));
       CHECK(off.memory == on.memory);

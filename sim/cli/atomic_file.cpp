@@ -1,0 +1,79 @@
+#include "sim/cli/atomic_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "isa/error.h"
+
+namespace fracsim::cli {
+
+void write_file_atomically(const std::string& path, std::string_view contents) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  auto fail = [&](int err) {
+    return ConfigError(fmt::format("{}: cannot write file ({})", path, std::strerror(err)));
+  };
+  // A device or a pipe (-o /dev/null, -o /dev/stdout) is written in place: renaming a file
+  // over it would replace the device itself.
+  std::error_code ec;
+  const fs::file_status st = fs::status(target, ec);
+  if (!ec && fs::exists(st) && !fs::is_regular_file(st) && !fs::is_directory(st)) {
+    const int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) throw fail(errno);
+    size_t done = 0;
+    while (done < contents.size()) {
+      const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int err = n < 0 ? errno : EIO;
+        ::close(fd);
+        throw fail(err);
+      }
+      done += static_cast<size_t>(n);
+    }
+    if (::close(fd) != 0) throw fail(errno);
+    return;
+  }
+  // Hidden, and unique per process and call, so that concurrent writers (sweep runs) and a
+  // glob for the results never meet a temporary.
+  static std::atomic<unsigned> counter{0};
+  fs::path tmp;
+  int fd = -1;
+  for (int attempt = 0; fd < 0; ++attempt) {
+    tmp = target.parent_path() / fmt::format(".{}.tmp-{}-{}", target.filename().string(),
+                                             ::getpid(), counter++);
+    // 0666 less the umask, as a file the program opened itself would have.
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && (errno != EEXIST || attempt > 100)) throw fail(errno);
+  }
+  const char* p = contents.data();
+  size_t left = contents.size();
+  int err = 0;
+  while (left > 0 && err == 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      err = n < 0 ? errno : EIO;
+      break;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (err == 0 && ::fsync(fd) != 0) err = errno;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err == 0 && std::rename(tmp.c_str(), target.c_str()) != 0) err = errno;
+  if (err != 0) {
+    ::unlink(tmp.c_str());
+    throw fail(err);
+  }
+}
+
+}  // namespace fracsim::cli

@@ -1,0 +1,17 @@
+// Every results file fracsim writes (stats.json, layers.csv, the trace, .fbin/.fasm, sweep
+// files, the op reference) goes through one writer: the bytes go to a temporary file in the
+// target's folder, are flushed to disk, and the temporary is renamed over the target. A reader
+// never sees a half-written file, and a failed write leaves neither a temporary nor a partial
+// file behind (a file already at the path stays as it was).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace fracsim::cli {
+
+// ConfigError "PATH: cannot write file (REASON)" when the folder is missing or unwritable,
+// the disk is full or PATH is a folder.
+void write_file_atomically(const std::string& path, std::string_view contents);
+
+}  // namespace fracsim::cli

@@ -1,0 +1,83 @@
+// `fracsim map`: the mapping oracle (sim/mapping_oracle.h) on one instruction of a program.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "isa/error.h"
+#include "sim/cli/command.h"
+#include "sim/cli/program_io.h"
+#include "sim/config_override.h"
+#include "sim/machine_spec.h"
+#include "sim/mapping_oracle.h"
+
+namespace po = boost::program_options;
+
+namespace fracsim::cli {
+namespace {
+
+struct MapFlags {
+  std::string config, workload, instruction, sample, seed = "1", shown = "10", max_pieces;
+  std::vector<std::string> sets;
+};
+
+po::options_description map_options(MapFlags& f) {
+  po::options_description opts;
+  auto add = opts.add_options();
+  add("machine,m", po::value(&f.config)->required(), "machine config (.yaml)");
+  add("workload,w", po::value(&f.workload)->required(),
+      "the program: a workload (.yaml, .onnx; compiled on the fly), a binary (.fbin) or an "
+      "assembly text (.fasm)");
+  add("instruction", po::value(&f.instruction)->required(),
+      "K: the program's instruction K, counted from 0");
+  add("sample", po::value(&f.sample),
+      "N: simulate the choice's neighbourhood and N distinct candidates drawn with "
+      "std::mt19937_64 instead of the whole space");
+  add("seed", po::value(&f.seed)->default_value(f.seed), "S: the seed of --sample's draws");
+  add("max-pieces", po::value(&f.max_pieces),
+      "P: only tilings of at most P pieces at the top node (simulation time grows with them)");
+  add("show", po::value(&f.shown)->default_value(f.shown), "N: the fastest candidates listed");
+  add_set_option(opts, f.sets);
+  return opts;
+}
+
+// A whole number for `flag`, at least `least`.
+uint64_t count_flag(const std::string& flag, const std::string& text, uint64_t least) {
+  size_t used = 0;
+  unsigned long long v = 0;
+  bool ok = !text.empty() && text[0] >= '0' && text[0] <= '9';
+  try {
+    if (ok) v = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    ok = false;
+  }
+  if (!ok || used != text.size() || v < least)
+    throw ConfigError(fmt::format("fracsim map: --{}: expected a whole number{}, got '{}'", flag,
+                                  least > 0 ? fmt::format(" of at least {}", least) : "", text));
+  return v;
+}
+
+}  // namespace
+
+int cmd_map(const Command& self, const std::vector<std::string>& args) {
+  MapFlags f;
+  if (!parse_command_line(self, args, map_options(f))) return 0;
+  const uint64_t index = count_flag("instruction", f.instruction, 0);
+  sim::OracleOptions options;
+  if (!f.sample.empty()) options.sample = count_flag("sample", f.sample, 1);
+  options.seed = count_flag("seed", f.seed, 0);
+  if (!f.max_pieces.empty()) options.max_pieces = count_flag("max-pieces", f.max_pieces, 1);
+  const uint64_t shown = count_flag("show", f.shown, 0);
+
+  const isa::OpTable& ops = isa::OpTable::builtin();
+  std::vector<sim::ConfigOverride> overrides;
+  for (const std::string& s : f.sets) overrides.push_back(sim::parse_override(s));
+  const sim::MachineSpec spec = sim::load_machine_spec(f.config, overrides);
+  const isa::Program program = load_program(f.workload, ops);
+  const sim::OracleResult r = sim::map_instruction(spec, ops, program, index, options);
+  std::cout << sim::oracle_text(ops, r, shown);
+  return 0;
+}
+
+}  // namespace fracsim::cli

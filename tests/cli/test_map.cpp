@@ -1,0 +1,54 @@
+// `fracsim map` as a user runs it: its help, bad flags and the instruction range, exit 2 with
+// the exact messages.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "tests/common/cli_runner.h"
+
+using fracsim::testing::CliResult;
+using fracsim::testing::run_fracsim;
+
+TEST_CASE("map --help prints the synopsis and the oracle's options, exit 0") {
+  const CliResult r = run_fracsim("map --help");
+  CHECK(r.code == 0);
+  CHECK(r.out.rfind("usage: fracsim map -m CONFIG -w PROGRAM --instruction K [--sample N] "
+                    "[--seed S] [options]\n",
+                    0) == 0);
+  for (const char* line : {
+           "  -m [ --machine ] arg  machine config (.yaml)\n",
+           "  --instruction arg     K: the program's instruction K, counted from 0\n",
+           "  --seed arg (=1)       S: the seed of --sample's draws\n",
+           "  -h [ --help ]         print this help\n",
+       }) {
+    CAPTURE(line);
+    CHECK(r.out.find(line) != std::string::npos);
+  }
+  CHECK(run_fracsim("help map").out == r.out);
+  CHECK(run_fracsim("help").out.find("  map           the mapping oracle: simulate the top "
+                                     "node's decomposition candidates for one instruction and "
+                                     "rank the policy's choice\n") != std::string::npos);
+}
+
+TEST_CASE("map: bad flags and an instruction out of range exit 2 naming the flag") {
+  CliResult r =
+      run_fracsim("map -m configs/tiny.yaml -w workloads/mlp.yaml --instruction 0 --frob");
+  CHECK(r.code == 2);
+  CHECK(r.out == "error: fracsim map: unrecognised option '--frob' (see 'fracsim map --help')\n");
+  r = run_fracsim("map -m configs/tiny.yaml -w workloads/mlp.yaml");
+  CHECK(r.code == 2);
+  CHECK(r.out ==
+        "error: fracsim map: the option '--instruction' is required but missing (see 'fracsim "
+        "map --help')\n");
+  r = run_fracsim("map -m configs/tiny.yaml -w workloads/mlp.yaml --instruction x1");
+  CHECK(r.code == 2);
+  CHECK(r.out == "error: fracsim map: --instruction: expected a whole number, got 'x1'\n");
+  r = run_fracsim("map -m configs/tiny.yaml -w workloads/mlp.yaml --instruction 0 --sample 0");
+  CHECK(r.code == 2);
+  CHECK(r.out == "error: fracsim map: --sample: expected a whole number of at least 1, got '0'\n");
+  r = run_fracsim("map -m configs/tiny.yaml -w workloads/mlp.yaml --instruction 99");
+  CHECK(r.code == 2);
+  CHECK(r.out ==
+        "error: fracsim map: --instruction 99: program mlp has 8 instructions (counted from "
+        "0)\n");
+}

@@ -1,0 +1,173 @@
+// The mapping oracle (sim/mapping_oracle.h) on a machine small enough to count its space by
+// hand, and the pinned decisions it simulates candidates with.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "isa/decompose/cost_model.h"
+#include "sim/machine.h"
+#include "sim/mapping_oracle.h"
+
+using namespace fracsim;
+using namespace fracsim::sim;
+
+namespace {
+
+// The root, one cluster (the top node: the root passes it the instruction whole) and two cores
+// below it, with the search policy.
+const std::string kMachine = R"(machine: two
+decomposer: search
+root:
+  clock: 1 GHz
+  lfu_throughput: 4
+  memory: {capacity: 1 MiB, bandwidth: 64 GB/s}
+levels:
+  - name: cluster
+    fanout: 1
+    lfu_throughput: 4
+    memory: {capacity: 256 KiB, bandwidth: 64 GB/s}
+    link: {bandwidth: 32 GB/s, latency: 10 ns}
+  - name: core
+    fanout: 2
+    memory: {capacity: 64 KiB, bandwidth: 64 GB/s}
+    link: {bandwidth: 16 GB/s, latency: 5 ns}
+    leaf:
+      matrix: {rows: 4, cols: 4}
+      vector: {lanes: 8}
+)";
+
+// out[8,8] = a[8,8] x b[8,8], f32.
+isa::Program matmul_program() {
+  const isa::OpDef& op = isa::OpTable::builtin().get("matmul");
+  isa::Program p;
+  p.name = "mm";
+  const isa::TensorRef a = isa::make_tensor(0, isa::DType::f32, {1, 8, 8});
+  const isa::TensorRef b = isa::make_tensor(256, isa::DType::f32, {1, 8, 8});
+  const isa::TensorRef out = isa::make_tensor(512, isa::DType::f32, {1, 8, 8});
+  p.instructions.push_back(isa::Instruction{op.opcode, {a, b, out}, {0}});
+  p.footprint = 768;
+  return p;
+}
+
+uint64_t counter(const RunResult& r, size_t node, Counter c) {
+  return r.nodes[node].stats.value[static_cast<size_t>(c)];
+}
+
+}  // namespace
+
+TEST_CASE("oracle: the whole space of an 8x8x8 matmul, counted by hand, holds the choice") {
+  const MachineSpec spec = parse_machine_spec(kMachine, "two.yaml");
+  const isa::OpTable& ops = isa::OpTable::builtin();
+  const OracleResult r = map_instruction(spec, ops, matmul_program(), 0, OracleOptions{});
+  // Tile lengths per dim: B {1}; M, N, K {1, 2, 3, 4, 8} (ceil(8 / p), p = 1, 2, 3, 4, 6, 8):
+  // 125 tilings, all legal (K is the only reduce dim) and all fitting 256 KiB.
+  CHECK(r.tilings == 125);
+  CHECK(r.fitting_tilings == 125);
+  // Partitions across 2 cores of a piece M x N: unsplit, N in 2, M in 2 when both exceed 1
+  // (16 pairs, 3 each); unsplit and the longer dim in 2 when one is 1 (8 pairs, 2 each); unsplit
+  // when both are 1: 48 + 16 + 1 = 65 per K tile, 325 in all.
+  CHECK(r.space == 325);
+  CHECK(r.unfit == 0);
+  REQUIRE(r.rows.size() == 325);
+  CHECK_FALSE(r.sampled);
+  CHECK(r.chosen_in_space);
+  // The choice pinned as a candidate reproduces the plain run to the cycle.
+  CHECK(r.chosen_pinned_cycles == r.chosen_cycles);
+  auto own = std::find_if(r.rows.begin(), r.rows.end(),
+                          [&](const OracleRow& row) { return row.candidate == r.chosen; });
+  REQUIRE(own != r.rows.end());
+  CHECK(own->cycles == r.chosen_cycles);
+  // Rows fastest first; rank, best and gap as defined.
+  CHECK(std::is_sorted(r.rows.begin(), r.rows.end(),
+                       [](const OracleRow& a, const OracleRow& b) { return a.cycles < b.cycles; }));
+  size_t faster = 0;
+  for (const OracleRow& row : r.rows) faster += row.cycles < r.chosen_cycles ? 1 : 0;
+  CHECK(r.rank == faster + 1);
+  CHECK(r.best == std::min(r.rows.front().cycles, r.chosen_cycles));
+  CHECK(r.gap == static_cast<double>(r.chosen_cycles) / static_cast<double>(r.best) - 1);
+  // The candidates differ: the pins take effect (512 pieces of 1 take longer than one piece).
+  CHECK(r.rows.back().cycles > r.rows.front().cycles);
+  // The same inputs give the same report.
+  const OracleResult again = map_instruction(spec, ops, matmul_program(), 0, OracleOptions{});
+  CHECK(oracle_text(ops, again, 5) == oracle_text(ops, r, 5));
+}
+
+TEST_CASE("oracle: a pinned tiling and partition are what the top node does") {
+  const MachineSpec spec = parse_machine_spec(kMachine, "two.yaml");
+  const isa::OpTable& ops = isa::OpTable::builtin();
+  const isa::Program p = matmul_program();
+  SimOptions options;
+  isa::PinnedDecision pin;
+  pin.level = 0;
+  pin.instruction = isa::shape_key(p.instructions[0]);
+  // Tiles of 4 along M and K: 2 x 2 = 4 pieces at the cluster; each piece 4 x 8 split in N
+  // across the two cores: 8 core instructions.
+  pin.tile = {1, 4, 8, 4};
+  pin.parts = {1, 1, 2, 1};
+  options.pin = pin;
+  RunResult run = simulate(spec, ops, p, Mode::timing, options);
+  // Nodes: the root, the cluster, the two cores (folded: each counted for its own node).
+  CHECK(counter(run, 1, Counter::pieces) == 4);
+  CHECK(counter(run, 2, Counter::instructions) == 4);
+  CHECK(counter(run, 3, Counter::instructions) == 4);
+  // Unsplit pieces: the second core gets nothing.
+  pin.parts = {1, 1, 1, 1};
+  options.pin = pin;
+  run = simulate(spec, ops, p, Mode::timing, options);
+  CHECK(counter(run, 1, Counter::pieces) == 4);
+  CHECK(counter(run, 2, Counter::instructions) == 4);
+  CHECK(counter(run, 3, Counter::instructions) == 0);
+  // A pin for another instruction's shape leaves the policy's plan.
+  pin.instruction[pin.instruction.size() - 1] += 1;
+  options.pin = pin;
+  options.pin->parts.clear();
+  CHECK(simulate(spec, ops, p, Mode::timing, options).cycles ==
+        simulate(spec, ops, p, Mode::timing).cycles);
+}
+
+TEST_CASE("oracle: --sample draws distinct candidates with the seed, the same each time") {
+  const MachineSpec spec = parse_machine_spec(kMachine, "two.yaml");
+  const isa::OpTable& ops = isa::OpTable::builtin();
+  OracleOptions o;
+  o.sample = 20;
+  o.seed = 7;
+  const OracleResult a = map_instruction(spec, ops, matmul_program(), 0, o);
+  CHECK(a.sampled);
+  // The neighbourhood of the choice (whole tiles 8 x 8 x 8: its 3 partitions; each of M, N, K
+  // at 1, 2, 3 or 4: 12 tilings) and 20 drawn.
+  CHECK(a.chosen.tile == std::vector<int64_t>{1, 8, 8, 8});
+  CHECK(a.neighbours == 15);
+  REQUIRE(a.rows.size() == 35);
+  for (size_t i = 0; i < a.rows.size(); ++i)
+    for (size_t j = i + 1; j < a.rows.size(); ++j)
+      CHECK_FALSE(a.rows[i].candidate == a.rows[j].candidate);
+  CHECK(oracle_text(ops, map_instruction(spec, ops, matmul_program(), 0, o), 20) ==
+        oracle_text(ops, a, 20));
+  o.seed = 8;
+  CHECK(oracle_text(ops, map_instruction(spec, ops, matmul_program(), 0, o), 20) !=
+        oracle_text(ops, a, 20));
+}
+
+TEST_CASE("oracle: an instruction past the program's is a ConfigError naming the count") {
+  const MachineSpec spec = parse_machine_spec(kMachine, "two.yaml");
+  CHECK_THROWS_WITH(
+      map_instruction(spec, isa::OpTable::builtin(), matmul_program(), 1, OracleOptions{}),
+      "fracsim map: --instruction 1: program mm has 1 instructions (counted from 0)");
+}
+
+TEST_CASE("oracle: under the halving policy the choice is halving's, pinned as in a plain run") {
+  std::string text = kMachine;
+  text.replace(text.find("decomposer: search"), 18, "decomposer: halving");
+  const MachineSpec spec = parse_machine_spec(text, "two.yaml");
+  OracleOptions o;
+  o.sample = 5;
+  const OracleResult r = map_instruction(spec, isa::OpTable::builtin(), matmul_program(), 0, o);
+  CHECK(r.policy == "halving");
+  // Halving's partition of the 8 x 8 x 8 piece across 2 cores: M or N in 2 give equal work and
+  // bytes; the first found, N, is kept.
+  CHECK(r.chosen.tile == std::vector<int64_t>{1, 8, 8, 8});
+  CHECK(r.chosen.parts == std::vector<int64_t>{1, 1, 2, 1});
+  CHECK(r.chosen_in_space);
+  CHECK(r.chosen_pinned_cycles == r.chosen_cycles);
+}
