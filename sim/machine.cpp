@@ -51,7 +51,7 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   // A run that stops on an error (or to restart with larger pools) says why itself.
   sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
                                           sc_core::SC_DO_NOTHING);
-  MachineTree tree(spec);
+  MachineTree tree(spec, options.fold_digest_mask);
   RunContext ctx;
   ctx.ops = &ops;
   ctx.spec = &spec;

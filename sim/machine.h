@@ -34,6 +34,9 @@ struct SimOptions {
   // A run that needs more at once is run again, once, with every pool as large as its level
   // (same results; the retry costs one more run).
   int fold_pool = 2;
+  // For tests: the bits of the subtree digests folding keeps (MachineTree's digest_mask); 0
+  // makes every pair of subtrees a candidate, left to the exact comparison.
+  uint64_t fold_digest_mask = ~uint64_t{0};
   // A decision fixed at one level instead of the policy's (the mapping oracle's candidates).
   std::optional<isa::PinnedDecision> pin;
   TraceRecorder* trace = nullptr;                 // records the stages of simulated nodes

@@ -4,7 +4,8 @@
 
 namespace fracsim::sim {
 
-MachineTree::MachineTree(const MachineSpec& spec) {
+MachineTree::MachineTree(const MachineSpec& spec, uint64_t digest_mask)
+    : digest_mask_(digest_mask) {
   const size_t tiers = spec.levels.size() + 1;
   fanout_.assign(tiers, 0);
   for (size_t t = 0; t + 1 < tiers; ++t) fanout_[t] = spec.levels[t].fanout;
@@ -251,7 +252,18 @@ void MachineTree::update_below_digest(size_t id) {
     mix(tpt(child(id, i)).digest());
     mix(below_digest(child(id, i)));
   }
-  slots_[slot_[id]].below_digest = h;
+  slots_[slot_[id]].below_digest = h & digest_mask_;
+}
+
+bool MachineTree::same_below(size_t a, size_t b) const {
+  const size_t sa = source(a), sb = source(b);
+  if (sa == sb) return true;  // one mirrors the other, or both the same node
+  for (int i = 0; i < fanout(sa); ++i) {
+    const size_t ca = child(sa, i), cb = child(sb, i);
+    if (!slots_[slot_[ca]].tpt.same_contents(slots_[slot_[cb]].tpt) || !same_below(ca, cb))
+      return false;
+  }
+  return true;
 }
 
 }  // namespace fracsim::sim

@@ -29,7 +29,9 @@ namespace fracsim::sim {
 
 class MachineTree {
  public:
-  explicit MachineTree(const MachineSpec& spec);
+  // `digest_mask` keeps these bits of every below_digest: all of them but in tests, which clear
+  // them to make every digest collide (same_below() then decides alone).
+  explicit MachineTree(const MachineSpec& spec, uint64_t digest_mask = ~uint64_t{0});
 
   size_t size() const { return begin_.back(); }
   std::string path(size_t id) const;  // "root.cluster0.core1", built when asked (messages)
@@ -42,6 +44,10 @@ class MachineTree {
   // Digest of the permutation tables of every node below (as of its last instruction): two
   // nodes with equal digests have children that behave alike. A node whose parent is concrete.
   uint64_t below_digest(size_t id) const { return slots_[slot_[source(id)]].below_digest; }
+  // Whether the permutation tables of every node below `a` and below `b` (two nodes of one
+  // level whose parents are concrete) are the same, node by node: what equal below_digests
+  // suggest, compared exactly.
+  bool same_below(size_t a, size_t b) const;
 
   int fanout(size_t id) const { return fanout_[tier(id)]; }
   size_t child(size_t id, int i) const {
@@ -125,6 +131,7 @@ class MachineTree {
   void set_mirror(size_t id, size_t target);
   void clear_mirror(size_t id);
 
+  uint64_t digest_mask_;
   std::vector<uint32_t> slot_;  // [id]: its slot in slots_, or kNoSlot
   static constexpr uint32_t kNoSlot = ~uint32_t{0};
   std::deque<Slot> slots_;          // a deque: references stay valid while slots are added

@@ -215,7 +215,8 @@ void Node::dispatch(const Piece& p) {
         size_t c = begin;
         for (; c < classes.size(); ++c)
           if (classes[c].layout == layout &&
-              tree.below_digest(child[classes[c].members[0]]) == tree.below_digest(child[i]))
+              tree.below_digest(child[classes[c].members[0]]) == tree.below_digest(child[i]) &&
+              tree.same_below(child[classes[c].members[0]], child[i]))
             break;
         if (c == classes.size()) {
           // A class of its own; its pieces must name its own addresses.

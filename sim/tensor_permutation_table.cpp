@@ -244,16 +244,21 @@ int TensorPermutationTable::invalidate(uint64_t begin, uint64_t end) {
   return static_cast<int>(before - all.size());
 }
 
+std::vector<const TensorPermutationTable::Entry*> TensorPermutationTable::by_use() const {
+  std::vector<const Entry*> order;
+  if (entries_)
+    for (const Entry& e : *entries_) order.push_back(&e);
+  std::sort(order.begin(), order.end(),
+            [](const Entry* a, const Entry* b) { return a->last_use < b->last_use; });
+  return order;
+}
+
 uint64_t TensorPermutationTable::digest() const {
   if (digest_known_) return digest_;
-  std::vector<const Entry*> by_use;
-  if (entries_)
-    for (const Entry& e : *entries_) by_use.push_back(&e);
-  std::sort(by_use.begin(), by_use.end(),
-            [](const Entry* a, const Entry* b) { return a->last_use < b->last_use; });
+  const std::vector<const Entry*> order = by_use();
   Digest d;
-  d.add(by_use.size());
-  for (const Entry* e : by_use) {
+  d.add(order.size());
+  for (const Entry* e : order) {
     d.add(e->view.address);
     d.add(static_cast<uint64_t>(e->view.dtype));
     for (int64_t s : e->view.shape) d.add(static_cast<uint64_t>(s));
@@ -263,6 +268,22 @@ uint64_t TensorPermutationTable::digest() const {
   }
   digest_known_ = true;
   return digest_ = d.h;
+}
+
+bool TensorPermutationTable::same_contents(const TensorPermutationTable& o) const {
+  if (entries_ == o.entries_ || size() + o.size() == 0) return true;  // shared by a copy
+  if (size() != o.size()) return false;
+  // Both in local order (places never overlap): the same entry at each place, then the same
+  // order of use between every two of them.
+  const std::vector<Entry>& a = *entries_;
+  const std::vector<Entry>& b = *o.entries_;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].local != b[i].local || a[i].bytes != b[i].bytes || a[i].view != b[i].view)
+      return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    for (size_t j = i + 1; j < a.size(); ++j)
+      if ((a[i].last_use < a[j].last_use) != (b[i].last_use < b[j].last_use)) return false;
+  return true;
 }
 
 }  // namespace fracsim::sim

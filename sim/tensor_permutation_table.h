@@ -79,8 +79,12 @@ class TensorPermutationTable {
   size_t size() const { return entries_ ? entries_->size() : 0; }
   uint64_t capacity() const { return capacity_; }
   // A digest of the contents up to renaming of use stamps (views, placement, LRU order): equal
-  // tables have equal digests. Folding compares it to decide whether two nodes behave alike.
+  // tables have equal digests. Folding uses it to pick the nodes that may behave alike;
+  // same_contents() decides.
   uint64_t digest() const;
+  // The same contents up to renaming of use stamps: the same views at the same places, in the
+  // same LRU order. What digest() stands for, compared exactly.
+  bool same_contents(const TensorPermutationTable& o) const;
 
  private:
   struct Entry {
@@ -101,6 +105,8 @@ class TensorPermutationTable {
                                            const std::vector<std::pair<uint64_t, uint64_t>>& busy,
                                            std::optional<uint64_t> ring);
 
+  // The entries from least to most recently used.
+  std::vector<const Entry*> by_use() const;
   // Entries lie in the order of their local addresses (they never overlap there), so that the
   // free gaps are found in one pass.
   static void insert_by_local(std::vector<Entry>& table, Entry e);

@@ -219,3 +219,22 @@ TEST_CASE("folding agrees on a sort whose runs are merged at every level") {
   for (const NodeReport& n : u.nodes) lfu += n.stats[Counter::lfu_elements];
   CHECK(lfu > 0);
 }
+
+TEST_CASE("with every subtree digest colliding, folding gives the same results") {
+  // Every subtree digest cleared to 0: each pair of congruent children with the same layout is
+  // a candidate class, and the exact comparison of the tables below them decides alone. (On
+  // these runs the layouts already part every class the digests would; the comparison itself is
+  // tested in test_tensor_permutation_table.cpp.)
+  const isa::Program resnet = compiler::compile(
+      compiler::load_workload(kRoot + "/workloads/resnet50-small.yaml"), isa::OpTable::builtin());
+  for (const char* leaves : {"0016", "0064"}) {
+    CAPTURE(leaves);
+    const MachineSpec spec =
+        load_machine_spec(fmt::format("{}/configs/scale/leaves-{}.yaml", kRoot, leaves));
+    SimOptions collide;
+    collide.fold_digest_mask = 0;
+    const RunResult u = unfolded(spec, resnet);
+    check_same(simulate(spec, isa::OpTable::builtin(), resnet, Mode::timing, collide), u);
+    check_same(simulate(spec, isa::OpTable::builtin(), resnet, Mode::timing), u);
+  }
+}

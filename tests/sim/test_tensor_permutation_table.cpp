@@ -1,8 +1,11 @@
-// The tensor permutation table and static-segment layout, and the shared-bandwidth model, as
-// pure functions: exact addresses and exact picoseconds.
+// The tensor permutation table and static-segment layout, the exact comparison of the tables
+// below two nodes, and the shared-bandwidth model, as pure functions: exact addresses and exact
+// picoseconds.
 #include <doctest/doctest.h>
 
 #include "isa/error.h"
+#include "sim/machine_spec.h"
+#include "sim/machine_tree.h"
 #include "sim/shared_bandwidth.h"
 #include "sim/tensor_permutation_table.h"
 
@@ -146,4 +149,51 @@ TEST_CASE("transfers capped below the fair share leave the rest to the others") 
   m.start(0, 125, 20000000000ULL, 1);
   CHECK(m.next_end() == std::optional<uint64_t>(10000));
   CHECK(m.advance(10000).size() == 3);
+}
+
+TEST_CASE("tables with the same views, places and LRU order are the same whatever their stamps") {
+  TensorPermutationTable a(1024), b(1024);
+  a.place({request(0x1000, 16)}, 0);
+  a.place({request(0x2000, 16)}, 0);
+  b.place({request(0x3000, 16)}, 0);  // evicted below: b's stamps run ahead of a's
+  b.invalidate(0x3000, 0x3040);
+  b.place({request(0x1000, 16)}, 0);
+  b.place({request(0x2000, 16)}, 0);
+  CHECK(a.same_contents(b));
+  CHECK(a.digest() == b.digest());
+  TensorPermutationTable c = a;  // a copy shares the entries
+  CHECK(c.same_contents(a));
+  c.place({request(0x1000, 16)}, 0);  // the same entries, used in the other order
+  CHECK(!c.same_contents(a));
+  TensorPermutationTable d(1024);  // the same places, one view of another shape
+  d.place({request(0x1000, 16)}, 0);
+  d.place({StaticRequest{isa::make_tensor(0x2000, isa::DType::f32, {4, 4}), 64}}, 0);
+  CHECK(!d.same_contents(a));
+  CHECK(!TensorPermutationTable(1024).same_contents(a));
+  CHECK(TensorPermutationTable(1024).same_contents(TensorPermutationTable(512)));
+}
+
+TEST_CASE("subtrees whose digests collide are told apart by comparing their tables") {
+  // tiny: root, two clusters (ids 1, 2), two cores each (3, 4 under 1; 5, 6 under 2). Every
+  // digest masked to 0, so the digests cannot tell the clusters apart.
+  const MachineSpec spec =
+      load_machine_spec(std::string(FRACSIM_SOURCE_DIR) + "/configs/tiny.yaml");
+  MachineTree tree(spec, 0);
+  REQUIRE(tree.child(1, 0) == 3);
+  REQUIRE(tree.child(2, 0) == 5);
+  CHECK(tree.same_below(1, 2));  // cluster 2 mirrors cluster 1 at the start
+  MachineTree::FoldRound round;
+  round.reps = {1, 2};
+  round.members = {{1}, {2}};
+  tree.fold(round);  // both concrete now, with their own tables below
+  CHECK(tree.same_below(1, 2));
+  tree.tpt(3).place({request(0x1000, 16)}, 0);
+  tree.update_below_digest(1);
+  tree.update_below_digest(2);
+  CHECK(tree.below_digest(1) == tree.below_digest(2));
+  CHECK(!tree.same_below(1, 2));
+  tree.tpt(5).place({request(0x1000, 16)}, 0);
+  CHECK(tree.same_below(1, 2));
+  tree.tpt(6).place({request(0x2000, 16)}, 0);  // the second core differs
+  CHECK(!tree.same_below(1, 2));
 }
