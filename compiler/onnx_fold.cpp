@@ -136,6 +136,13 @@ int64_t attr_int(const onnx::NodeProto& n, const std::string& name, int64_t fall
   return a ? a->i() : fallback;
 }
 
+// A flag (0 or 1); another value is left to the importer, whose error names the node.
+bool attr_flag(const onnx::NodeProto& n, const std::string& name, bool fallback) {
+  const int64_t v = attr_int(n, name, fallback ? 1 : 0);
+  if (v != 0 && v != 1) refuse(fmt::format("attribute '{}' is {}, not 0 or 1", name, v));
+  return v == 1;
+}
+
 std::optional<std::vector<int64_t>> attr_ints(const onnx::NodeProto& n, const std::string& name) {
   const onnx::AttributeProto* a = attr(n, name);
   if (!a) return std::nullopt;
@@ -439,7 +446,7 @@ std::vector<HostTensor> fold_node(const onnx::NodeProto& n, int64_t opset,
     })};
   }
   if (op == "Mod") {
-    const bool fmod = attr_int(n, "fmod", 0) != 0;
+    const bool fmod = attr_flag(n, "fmod", false);
     const HostTensor &a = need(in, 0, "A"), &b = need(in, 1, "B");
     return {elementwise({&a, &b}, a.type, [&](const std::vector<long double>& v) {
       if (v[1] == 0 && !is_float_type(a.type)) refuse("integer modulo by zero");
@@ -518,7 +525,7 @@ std::vector<HostTensor> fold_node(const onnx::NodeProto& n, int64_t opset,
       const std::vector<int64_t> spec = opset < 5
                                             ? attr_ints(n, "shape").value_or(std::vector<int64_t>{})
                                             : ints_of(need(in, 1, "shape"));
-      const bool allowzero = attr_int(n, "allowzero", 0) != 0;
+      const bool allowzero = attr_flag(n, "allowzero", false);
       int unknown = -1;
       for (size_t i = 0; i < spec.size(); ++i) {
         int64_t v = spec[i];

@@ -150,6 +150,13 @@ int64_t NodeAttrs::get_int(const std::string& name, int64_t fallback) const {
   return a->i();
 }
 
+bool NodeAttrs::get_flag(const std::string& name, bool fallback) const {
+  const int64_t v = get_int(name, fallback ? 1 : 0);
+  if (v != 0 && v != 1)
+    throw im_.error(node_, fmt::format("attribute '{}' must be 0 or 1, got {}", name, v));
+  return v == 1;
+}
+
 double NodeAttrs::get_float(const std::string& name, double fallback) const {
   const onnx::AttributeProto* a = find(name);
   if (!a) return fallback;
@@ -189,6 +196,10 @@ Workload OnnxImporter::run() {
   const onnx::GraphProto& g = model_.graph();
   for (const onnx::OperatorSetIdProto& o : model_.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+  if (opset_ > kMaxOnnxOpset)
+    throw ConfigError(fmt::format("{}: opset {} of the default domain is newer than the importer "
+                                  "reads (up to {})",
+                                  file_, opset_, kMaxOnnxOpset));
   std::string name = g.name();
   for (char& c : name)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';

@@ -2,7 +2,7 @@
 // becomes), so both share one lowering.
 //
 // Rules a user may rely on:
-// - supported ops (default domain, opsets up to 17): Conv, ConvTranspose, MaxPool, AveragePool,
+// - supported ops (default domain, opsets up to kMaxOnnxOpset): Conv, ConvTranspose, MaxPool, AveragePool,
 //   GlobalAveragePool, GlobalMaxPool, Gemm, MatMul, Add, Sub, Mul, Div, Max, Min, Relu,
 //   LeakyRelu, Sigmoid, Tanh, Exp, Softmax, LogSoftmax, BatchNormalization (inference), LRN,
 //   Flatten, Reshape, Transpose, Concat, ReduceSum, ReduceMean, ReduceMax, ReduceMin, TopK,
@@ -26,6 +26,10 @@
 #include "compiler/workload.h"
 
 namespace fracsim::compiler {
+
+// The newest opset of the default domain the importer reads (that of Debian's libonnx); a model
+// importing a newer one is refused.
+constexpr int64_t kMaxOnnxOpset = 17;
 
 // Reads and imports a model file; ConfigError naming the file when it is no ONNX model. With
 // options.batch, the graph inputs that carry the batch (batch.h) get it as their dim 0 and

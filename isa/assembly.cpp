@@ -296,6 +296,7 @@ class Assembler {
     auto n = parse_number<int64_t>(v);
     if (!n)
       throw error(op.name, fmt::format("attribute {}: expected an integer, got '{}'", ad.name, v));
+    if (!ad.accepts(*n)) throw error(op.name, attr_value_error(ad, *n));
     return *n;
   }
 
@@ -362,12 +363,7 @@ std::string disassemble(const Program& p, const OpTable& ops) {
     for (size_t a = 0; a < in.attrs.size(); ++a) {
       const AttrDef& ad = op->attributes[a];
       const int64_t v = in.attrs[a];
-      bool ok = ad.type == AttrType::integer ||
-                (ad.type == AttrType::real && !std::isnan(attr_to_real(v))) ||
-                (ad.type == AttrType::boolean && (v == 0 || v == 1)) ||
-                (ad.type == AttrType::enumeration && v >= 0 &&
-                 v < static_cast<int64_t>(ad.values.size()));
-      if (!ok) throw fail(where, fmt::format("attribute {} has an invalid value {}", ad.name, v));
+      if (!ad.accepts(v)) throw fail(where, attr_value_error(ad, v));
       out += fmt::format(" {}={}", ad.name, op->attr_value_str(static_cast<int>(a), v));
     }
     out += '\n';

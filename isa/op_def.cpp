@@ -49,6 +49,26 @@ double attr_to_real(int64_t bits) {
   return v;
 }
 
+std::string attr_value_error(const AttrDef& a, int64_t v) {
+  if (a.type == AttrType::integer)
+    return fmt::format("attribute {} is {}, outside [{}, {}]", a.name, v, a.min, a.max);
+  return fmt::format("attribute {} has an invalid value {}", a.name, v);
+}
+
+bool AttrDef::accepts(int64_t v) const {
+  switch (type) {
+    case AttrType::integer:
+      return v >= min && v <= max;
+    case AttrType::real:
+      return !std::isnan(attr_to_real(v));
+    case AttrType::boolean:
+      return v == 0 || v == 1;
+    case AttrType::enumeration:
+      return v >= 0 && v < static_cast<int64_t>(values.size());
+  }
+  return false;
+}
+
 std::string OpDef::attr_value_str(int attr, int64_t value) const {
   const AttrDef& a = attributes.at(attr);
   if (a.type == AttrType::enumeration && value >= 0 &&
@@ -161,7 +181,14 @@ AttrDef parse_attr(YamlMap m) {
   a.doc = m.get_string("doc", "");
   if (type == "int") {
     a.type = AttrType::integer;
-    a.default_value = m.get_int("default", 0);
+    a.min = m.get_int("min", INT64_MIN);
+    a.max = m.get_int("max", INT64_MAX);
+    if (a.min > a.max)
+      throw m.error("max", fmt::format("max {} is below min {}", a.max, a.min));
+    a.default_value = m.get_int("default", std::max<int64_t>(0, a.min));
+    if (!a.accepts(a.default_value))
+      throw m.error("default",
+                    fmt::format("default {} is outside [{}, {}]", a.default_value, a.min, a.max));
   } else if (type == "bool") {
     a.type = AttrType::boolean;
     a.default_value = m.get_bool("default", false) ? 1 : 0;

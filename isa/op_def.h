@@ -88,8 +88,15 @@ struct AttrDef {
   int64_t default_value = 0;
   std::vector<std::string> values;      // enumeration names; the value is the index
   std::vector<std::string> float_only;  // enumeration values defined for f32 operands only
+  int64_t min = INT64_MIN, max = INT64_MAX;  // integer: the allowed range (YAML min:, max:)
   std::string doc;
+
+  // Whether `v` is a value of this attribute (the encoding of a real: not NaN).
+  bool accepts(int64_t v) const;
 };
+// "attribute NAME has an invalid value V", or for an integer outside its range, the range.
+std::string attr_value_error(const AttrDef& a, int64_t v);
+
 
 // FRISA extension ops: a `sequence:` of primitive local instructions runs one piece. Each step
 // names a primitive op and, for each of its operands, a view of one of the extension op's

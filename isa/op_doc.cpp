@@ -61,7 +61,8 @@ std::string dim_rule(const OpDef& op, const DimDef& d) {
 std::string attr_type(const AttrDef& a) {
   switch (a.type) {
     case AttrType::integer:
-      return "int";
+      if (a.min == INT64_MIN && a.max == INT64_MAX) return "int";
+      return fmt::format("int in [{}, {}]", a.min, a.max);
     case AttrType::boolean:
       return "bool";
     case AttrType::real:

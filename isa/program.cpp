@@ -53,12 +53,7 @@ std::map<std::string, int64_t> bind_dims(const OpDef& op, const Instruction& ins
   for (size_t a = 0; a < op.attributes.size(); ++a) {
     const AttrDef& ad = op.attributes[a];
     const int64_t v = instr.attrs[a];
-    const bool ok =
-        ad.type == AttrType::integer ||
-        (ad.type == AttrType::real && !std::isnan(attr_to_real(v))) ||
-        (ad.type == AttrType::boolean && (v == 0 || v == 1)) ||
-        (ad.type == AttrType::enumeration && v >= 0 && v < static_cast<int64_t>(ad.values.size()));
-    if (!ok) throw fail(fmt::format("attribute {} has an invalid value {}", ad.name, v));
+    if (!ad.accepts(v)) throw fail(attr_value_error(ad, v));
   }
   bool dtype_ok = false;
   const DTypeRowLimit* limited = nullptr;  // a matching row whose `only:` excludes the attrs

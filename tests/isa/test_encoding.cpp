@@ -158,8 +158,12 @@ std::vector<int64_t> attr_variants(const AttrDef& ad) {
     case AttrType::real:
       for (double d : kRealValues) values.push_back(real_to_attr(d));
       return values;
-    case AttrType::integer:
-      return kIntValues;
+    case AttrType::integer:  // the extremes it accepts, and its bounds
+      for (int64_t v : kIntValues)
+        if (ad.accepts(v)) values.push_back(v);
+      if (ad.min != INT64_MIN) values.push_back(ad.min);
+      if (ad.max != INT64_MAX) values.push_back(ad.max);
+      return values;
   }
   return values;
 }
@@ -316,9 +320,12 @@ TEST_CASE("encoding: the feature program covers every attribute value of every b
       if (ad.type == AttrType::boolean) want = {0, 1};
       if (ad.type == AttrType::enumeration)
         for (size_t v = 0; v < ad.values.size(); ++v) want.insert(static_cast<int64_t>(v));
-      if (ad.type == AttrType::integer)
-        want = {-7, 0, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
-                ad.default_value};
+      if (ad.type == AttrType::integer) {  // the extremes within its range, and its bounds
+        for (int64_t v : {int64_t{-7}, int64_t{0}, std::numeric_limits<int64_t>::min(),
+                          std::numeric_limits<int64_t>::max(), ad.min, ad.max, ad.default_value})
+          if (ad.accepts(v)) want.insert(v);
+        for (int64_t v : s) CHECK(ad.accepts(v));
+      }
       if (ad.type == AttrType::real) {
         ++real_attrs;
         // -0.0 and +0.0 are different bit patterns; both must survive.
@@ -606,7 +613,7 @@ TEST_CASE("assembly: exact text of a program") {
                     {act.opcode,
                      {tensor(0x0, DType::i8, s6, {0, 0, 0, 0, 3, 1}),
                       tensor(0x0, DType::i8, s6, {0, 0, 0, 0, 3, 1})},
-                     {0, real_to_attr(-0.0), -1}}};
+                     {0, real_to_attr(-0.0), 31}}};
   const std::string text =
       "; fracsim assembly, format 1\n"
       ".program \"tiny net\"\n"
@@ -619,7 +626,7 @@ TEST_CASE("assembly: exact text of a program") {
       "activation in=i8@0x0[1,1,1,1,2,3:0,0,0,0,3,1] out=i8@0x0[1,1,1,1,2,3:0,0,0,0,3,1] "
       "fn=leaky_relu alpha=0.1 frac_bits=3\n"
       "activation in=i8@0x0[1,1,1,1,2,3:0,0,0,0,3,1] out=i8@0x0[1,1,1,1,2,3:0,0,0,0,3,1] "
-      "fn=relu alpha=-0 frac_bits=-1\n";
+      "fn=relu alpha=-0 frac_bits=31\n";
   CHECK(disassemble(p, OpTable::builtin()) == text);
   CHECK(assemble(text, "t.fasm", OpTable::builtin()) == p);
   // Comments, blank lines, CRLF, any operand order, tabs and any spelling of a real read the same.
@@ -632,7 +639,7 @@ TEST_CASE("assembly: exact text of a program") {
       "activation frac_bits=3 alpha=1.0e-1 fn=leaky_relu out=i8@0x0[1,1,1,1,2,3:0,0,0,0,3,1] "
       "in=i8@0x0[1,1,1,1,2,3:0,0,0,0,3,1]\r\n"
       "activation in=i8@0x0[1,1,1,1,2,3:0,0,0,0,3,1] out=i8@0x0[1,1,1,1,2,3:0,0,0,0,3,1] "
-      "fn=relu alpha=-0.000e7 frac_bits=-1\n";
+      "fn=relu alpha=-0.000e7 frac_bits=31\n";
   CHECK(assemble(loose, "t.fasm", OpTable::builtin()) == p);
   // -0 stays -0 (an attribute compares by its bits, so == above already tells it from +0).
   CHECK(std::signbit(
@@ -670,7 +677,7 @@ TEST_CASE("assembly: text round trip is byte-identical for every feature") {
     CHECK(builtin.find(std::string(" fn=relu") + alpha + "frac_bits=0\n") != std::string::npos);
   }
   CHECK(builtin.find(" fn=gelu alpha=0.01 frac_bits=0\n") != std::string::npos);
-  CHECK(builtin.find(" fn=relu alpha=0.01 frac_bits=9223372036854775807\n") != std::string::npos);
+  CHECK(builtin.find(" fn=relu alpha=0.01 frac_bits=31\n") != std::string::npos);
   const std::string text = disassemble(feature_program(test_ops(), "s"), test_ops());
   CHECK(text.find(" s=f16@0x40[:] x=") != std::string::npos);  // rank 0
   CHECK(text.find(" shift=-9223372036854775808 saturate=1 mode=zero\n") != std::string::npos);
