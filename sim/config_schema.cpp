@@ -114,7 +114,7 @@ struct Tables {
              mapping_key("memory", memory, "the main memory")}};
     level = {"level",
              "one level of nodes, each under one node of the level above (or the root)",
-             {text_key("name", "names the level in stats; unique").derived_from("level<i>"),
+             {text_key("name", "names the level in stats; unique").derived_from("`level0`, `level1`, ... by position"),
               integer_key("fanout", "nodes of this level under each parent node").at_least(1),
               quantity_key("clock", QuantityKind::frequency,
                            "the level's clock; the period must be a whole number of picoseconds")
