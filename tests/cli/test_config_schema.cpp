@@ -128,7 +128,7 @@ TEST_CASE("fracsim config schema rejects a wrong config, naming the key") {
   r = wrong("misspelt-unit", "capacity: 64 MiB", "capacity: 64 Mib");
   CHECK(r.out.rfind("misspelt-unit: root/memory/capacity: '64 Mib' does not match '^", 0) == 0);
   CHECK(r.code == 1);
-  r = wrong("zero-bandwidth", "bandwidth: 32 GB/s ", "bandwidth: 0 GB/s ");
+  r = wrong("zero-bandwidth", "bandwidth: 32 GB/s\n    latency", "bandwidth: 0 GB/s\n    latency");
   CHECK(r.out.rfind("zero-bandwidth: root/memory/bandwidth: '0 GB/s' does not match '^", 0) == 0);
   r = wrong("unknown-decomposer", "decomposer: halving", "decomposer: greedy");
   CHECK(r.out == "unknown-decomposer: decomposer: 'greedy' is not one of ['halving', 'search']\n");
