@@ -96,8 +96,7 @@ ConfigMapping ConfigMapping::mapping(const std::string& key, KeyWhere position) 
                        *k.mapping, position);
 }
 
-std::string ConfigMapping::text(const std::string& key,
-                                const std::optional<std::string>& derived) {
+std::string ConfigMapping::text(const std::string& key, const std::optional<std::string>& derived) {
   const ConfigKey& k = declared(key, KeyKind::text);
   std::string value;
   if (auto node = given(k, derived.has_value())) {
@@ -108,8 +107,8 @@ std::string ConfigMapping::text(const std::string& key,
   }
   if (k.kind == KeyKind::choice &&
       std::find(k.choices.begin(), k.choices.end(), value) == k.choices.end()) {
-    throw map_.error(
-        key, fmt::format("unknown {} '{}' (expected {})", key, value, join_or(k.choices)));
+    throw map_.error(key,
+                     fmt::format("unknown {} '{}' (expected {})", key, value, join_or(k.choices)));
   }
   json_[key] = value;
   return value;
@@ -160,8 +159,7 @@ uint64_t ConfigMapping::quantity(const std::string& key, std::optional<uint64_t>
                                             static_cast<double>(value)));
     }
   } else {
-    value = derived ? *derived
-                    : parse_quantity_text(default_scalar(k), k.unit, map_.key_path(key));
+    value = derived ? *derived : parse_quantity_text(default_scalar(k), k.unit, map_.key_path(key));
   }
   json_[key] = format_quantity(value, k.unit);
   return value;
@@ -177,10 +175,9 @@ std::optional<YAML::Node> ConfigMapping::node(const std::string& key) {
 ConfigMapping::Json ConfigMapping::finish() {
   map_.finish();
   for (const ConfigKey& k : decl_->keys) {
-    FRACSIM_ASSERT(!k.allowed_at(position_) ||
-                       std::find(read_.begin(), read_.end(), k.name) != read_.end(),
-                   "config key {}.{} is declared but the parser does not read it", decl_->id,
-                   k.name);
+    FRACSIM_ASSERT(
+        !k.allowed_at(position_) || std::find(read_.begin(), read_.end(), k.name) != read_.end(),
+        "config key {}.{} is declared but the parser does not read it", decl_->id, k.name);
   }
   json_["defaulted"] = defaulted_;
   return std::move(json_);

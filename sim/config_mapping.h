@@ -25,8 +25,7 @@ class ConfigMapping {
 
   // `position` is where a level is in the list of levels (everywhere for other mappings); a key
   // the declaration does not allow there is refused at once.
-  ConfigMapping(YamlMap map, const MappingDecl& decl,
-                KeyWhere position = KeyWhere::everywhere);
+  ConfigMapping(YamlMap map, const MappingDecl& decl, KeyWhere position = KeyWhere::everywhere);
 
   YamlMap& yaml() { return map_; }
   const MappingDecl& decl() const { return *decl_; }
@@ -56,7 +55,7 @@ class ConfigMapping {
   const ConfigKey& declared(const std::string& key, KeyKind kind) const;
   // The node of `key` when the config gives it; records a defaulted key otherwise.
   std::optional<YAML::Node> given(const ConfigKey& k, bool has_derived);
-  // The text of the default of `k` as a YAML scalar node, or nullopt when it is derived.
+  // The declared default of `k`, as a config writes it (InternalError when it has none).
   std::string default_scalar(const ConfigKey& k) const;
 
   YamlMap map_;

@@ -53,23 +53,25 @@ struct Tables {
   std::array<MappingDecl, isa::kUnitKinds> unit_energy;
 
   Tables() {
-    memory = {"memory", "a node's memory (at the root, the main memory holding the program's tensors)",
-              {quantity_key("capacity", QuantityKind::bytes, "bytes it holds").nonzero(),
-               quantity_key("bandwidth", QuantityKind::bandwidth,
-                            "shared by every transfer in flight; caps the DMA rate of each child "
-                            "reading it")
-                   .nonzero(),
-               quantity_key("latency", QuantityKind::time, "access latency").defaults_to("0 ns"),
-               integer_key("banks", "banks; recorded, not yet timed").at_least(1).defaults_to("1")}};
-    link = {"link",
-            "the DMA link from a node to its parent's memory, full duplex",
-            {quantity_key("bandwidth", QuantityKind::bandwidth, "per direction").nonzero(),
-             quantity_key("latency", QuantityKind::time, "paid once per transfer")
-                 .defaults_to("0 ns"),
-             boolean_key("multicast",
-                         "the siblings' links are one shared medium: bytes several of them load "
-                         "for one piece are read from the parent once and delivered to all")
-                 .defaults_to("false")}};
+    memory = {
+        "memory",
+        "a node's memory (at the root, the main memory holding the program's tensors)",
+        {quantity_key("capacity", QuantityKind::bytes, "bytes it holds").nonzero(),
+         quantity_key("bandwidth", QuantityKind::bandwidth,
+                      "shared by every transfer in flight; caps the DMA rate of each child "
+                      "reading it")
+             .nonzero(),
+         quantity_key("latency", QuantityKind::time, "access latency").defaults_to("0 ns"),
+         integer_key("banks", "banks; recorded, not yet timed").at_least(1).defaults_to("1")}};
+    link = {
+        "link",
+        "the DMA link from a node to its parent's memory, full duplex",
+        {quantity_key("bandwidth", QuantityKind::bandwidth, "per direction").nonzero(),
+         quantity_key("latency", QuantityKind::time, "paid once per transfer").defaults_to("0 ns"),
+         boolean_key("multicast",
+                     "the siblings' links are one shared medium: bytes several of them load "
+                     "for one piece are read from the parent once and delivered to all")
+             .defaults_to("false")}};
     matrix_shape = {"matrix_shape",
                     "the MAC array for inputs of one dtype",
                     {integer_key("rows", "MAC array rows for this dtype")
@@ -78,21 +80,20 @@ struct Tables {
                      integer_key("cols", "MAC array columns for this dtype")
                          .at_least(1)
                          .derived_from("the matrix's cols")}};
-    matrix = {"matrix",
-              "the MAC array: rows x cols outputs at once, for every input dtype without its own "
-              "entry",
-              {integer_key("rows", "MAC array rows (output rows computed at once)").at_least(1),
-               integer_key("cols", "MAC array columns (output columns computed at once)")
-                   .at_least(1)}};
+    matrix = {
+        "matrix",
+        "the MAC array: rows x cols outputs at once, for every input dtype without its own "
+        "entry",
+        {integer_key("rows", "MAC array rows (output rows computed at once)").at_least(1),
+         integer_key("cols", "MAC array columns (output columns computed at once)").at_least(1)}};
     for (isa::DType d : unit_input_dtypes(isa::UnitKind::matrix)) {
       const std::string name(isa::dtype_name(d));
       matrix.keys.push_back(
           mapping_key(name, matrix_shape, fmt::format("the MAC array for {} inputs", name))
               .optional_mapping());
     }
-    vector = {"vector",
-              "the vector unit",
-              {integer_key("lanes", "elements per cycle").at_least(1)}};
+    vector = {
+        "vector", "the vector unit", {integer_key("lanes", "elements per cycle").at_least(1)}};
     sort = {"sort",
             "the sort/merge unit",
             {integer_key("width", "elements compared per cycle").at_least(1).defaults_to("8")}};
@@ -114,7 +115,8 @@ struct Tables {
              mapping_key("memory", memory, "the main memory")}};
     level = {"level",
              "one level of nodes, each under one node of the level above (or the root)",
-             {text_key("name", "names the level in stats; unique").derived_from("`level0`, `level1`, ... by position"),
+             {text_key("name", "names the level in stats; unique")
+                  .derived_from("`level0`, `level1`, ... by position"),
               integer_key("fanout", "nodes of this level under each parent node").at_least(1),
               quantity_key("clock", QuantityKind::frequency,
                            "the level's clock; the period must be a whole number of picoseconds")
@@ -136,18 +138,18 @@ struct Tables {
     std::vector<std::string> policies;
     for (isa::Policy p : {isa::Policy::halving, isa::Policy::search})
       policies.emplace_back(isa::policy_name(p));
-    machine = {"machine",
-               "a machine config: the root, then the levels below it from the top down",
-               {text_key("machine", "the machine's name, printed in stats.json"),
-                choice_key("decomposer", policies,
-                           "how every node splits the instructions it receives "
-                           "(isa/decompose/README.md)")
-                    .defaults_to("search"),
-                mapping_key("root", root, "the main memory and its controller"),
-                list_key("levels", level, "the levels below the root, top down; the last is the leaf"),
-                mapping_or_file_key("energy", energy,
-                                    "energy per action and leakage power per component")
-                    .optional_off("none: the run reports no energy")}};
+    machine = {
+        "machine",
+        "a machine config: the root, then the levels below it from the top down",
+        {text_key("machine", "the machine's name, printed in stats.json"),
+         choice_key("decomposer", policies,
+                    "how every node splits the instructions it receives "
+                    "(isa/decompose/README.md)")
+             .defaults_to("search"),
+         mapping_key("root", root, "the main memory and its controller"),
+         list_key("levels", level, "the levels below the root, top down; the last is the leaf"),
+         mapping_or_file_key("energy", energy, "energy per action and leakage power per component")
+             .optional_off("none: the run reports no energy")}};
 
     memory_energy = {"memory_energy",
                      "the memory's energy per byte",
@@ -272,11 +274,11 @@ Json key_schema(const ConfigKey& k) {
       s["additionalProperties"] = mapping_ref(*k.mapping);
       break;
     case KeyKind::mapping_or_file:
-      s["oneOf"] = Json::array(
-          {{{"type", "string"},
-            {"minLength", 1},
-            {"description", "the path of a table file, relative to this config"}},
-           mapping_ref(*k.mapping)});
+      s["oneOf"] =
+          Json::array({{{"type", "string"},
+                        {"minLength", 1},
+                        {"description", "the path of a table file, relative to this config"}},
+                       mapping_ref(*k.mapping)});
       break;
   }
   if (k.default_kind == DefaultKind::value) s["default"] = default_json(k);
@@ -296,8 +298,7 @@ Json level_variant(const MappingDecl& m, KeyWhere here, KeyWhere other, const ch
   const std::vector<std::string> required = keys_where(m, here, true);
   if (!required.empty()) v["required"] = required;
   Json forbidden = Json::array();
-  for (const std::string& k : keys_where(m, other, false))
-    forbidden.push_back({{"required", {k}}});
+  for (const std::string& k : keys_where(m, other, false)) forbidden.push_back({{"required", {k}}});
   if (!forbidden.empty()) v["not"] = {{"anyOf", forbidden}};
   return v;
 }
@@ -309,8 +310,10 @@ Json mapping_schema(const MappingDecl& m) {
   bool positional = false;
   for (const ConfigKey& k : m.keys) {
     props[k.name] = key_schema(k);
-    if (k.where != KeyWhere::everywhere) positional = true;
-    else if (k.required()) required.push_back(k.name);
+    if (k.where != KeyWhere::everywhere)
+      positional = true;
+    else if (k.required())
+      required.push_back(k.name);
   }
   s["properties"] = props;
   if (!required.empty()) s["required"] = required;
@@ -490,23 +493,22 @@ Json config_json_schema() {
   walk(machine_config_decl(), "", found);
   Json defs = Json::object();
   for (const Found& f : found) defs[f.decl->id] = mapping_schema(*f.decl);
-  return {
-      {"$schema", "https://json-schema.org/draft/2020-12/schema"},
-      {"title", "fracsim machine config"},
-      {"$comment",
-       fmt::format(
-           "Generated by `fracsim config schema` from the declarations the parser reads "
-           "(sim/config_schema.cpp). fracsim reads a scalar that is an integer (decimal or 0x "
-           "hex) as a number and true or false as a boolean, whatever its quotes, and a key "
-           "without a value as absent. Checked by fracsim, not by this schema: that the level "
-           "with `leaf` is the last one (the schema checks that exactly one has it); that a "
-           "clock's period is a whole number of picoseconds; that a quantity is a whole number "
-           "of its base unit ({}) and fits 64 bits; that level names are unique; that no level "
-           "has more than 2^20 nodes; that an energy table has an entry for every level of the "
-           "machine; and the contents of a table file a path names.",
-           base_units())},
-      {"$ref", "#/$defs/machine"},
-      {"$defs", defs}};
+  return {{"$schema", "https://json-schema.org/draft/2020-12/schema"},
+          {"title", "fracsim machine config"},
+          {"$comment",
+           fmt::format(
+               "Generated by `fracsim config schema` from the declarations the parser reads "
+               "(sim/config_schema.cpp). fracsim reads a scalar that is an integer (decimal or 0x "
+               "hex) as a number and true or false as a boolean, whatever its quotes, and a key "
+               "without a value as absent. Checked by fracsim, not by this schema: that the level "
+               "with `leaf` is the last one (the schema checks that exactly one has it); that a "
+               "clock's period is a whole number of picoseconds; that a quantity is a whole number "
+               "of its base unit ({}) and fits 64 bits; that level names are unique; that no level "
+               "has more than 2^20 nodes; that an energy table has an entry for every level of the "
+               "machine; and the contents of a table file a path names.",
+               base_units())},
+          {"$ref", "#/$defs/machine"},
+          {"$defs", defs}};
 }
 
 std::string config_reference_markdown() {
@@ -515,7 +517,8 @@ std::string config_reference_markdown() {
   std::string md;
   for (const Found& f : found) {
     std::vector<std::string> paths;
-    for (const std::string& p : f.paths) paths.push_back(p.empty() ? "the document" : "`" + p + "`");
+    for (const std::string& p : f.paths)
+      paths.push_back(p.empty() ? "the document" : "`" + p + "`");
     md += fmt::format("**{}**: {}.\n\n", fmt::join(paths, ", "), f.decl->description);
     md += "| key | kind | default | description |\n|---|---|---|---|\n";
     for (const ConfigKey& k : f.decl->keys)

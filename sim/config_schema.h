@@ -57,9 +57,15 @@ struct ConfigKey {
   KeyWhere where = KeyWhere::everywhere;
   std::string where_reason;  // why a key is not allowed on the last level
 
-  // Builders, so that each table entry reads as one line.
-  ConfigKey& at_least(int64_t v) { min = v; return *this; }
-  ConfigKey& nonzero() { positive = true; return *this; }
+  // Builders, so that each table entry is one expression.
+  ConfigKey& at_least(int64_t v) {
+    min = v;
+    return *this;
+  }
+  ConfigKey& nonzero() {
+    positive = true;
+    return *this;
+  }
   ConfigKey& defaults_to(std::string text) {
     default_kind = DefaultKind::value;
     default_text = std::move(text);
@@ -70,7 +76,10 @@ struct ConfigKey {
     default_text = std::move(what);
     return *this;
   }
-  ConfigKey& optional_mapping() { default_kind = DefaultKind::mapping; return *this; }
+  ConfigKey& optional_mapping() {
+    default_kind = DefaultKind::mapping;
+    return *this;
+  }
   ConfigKey& optional_off(std::string what) {
     default_kind = DefaultKind::none;
     default_text = std::move(what);
@@ -81,7 +90,10 @@ struct ConfigKey {
     where_reason = std::move(why);
     return *this;
   }
-  ConfigKey& only_leaf() { where = KeyWhere::leaf; return *this; }
+  ConfigKey& only_leaf() {
+    where = KeyWhere::leaf;
+    return *this;
+  }
 
   [[nodiscard]] bool required() const { return default_kind == DefaultKind::required; }
   // Whether the key may be given in a level at `position` (everywhere for other mappings).

@@ -46,10 +46,11 @@ std::array<uint64_t, isa::kDTypeCount> read_per_dtype(ConfigMapping& parent, con
   return out;
 }
 
-LevelEnergy read_level(ConfigMapping& m, bool has_link) {
+// The root's entry and a level's: only a level has a link (its declaration a dma_per_byte).
+LevelEnergy read_level(ConfigMapping& m) {
   LevelEnergy e;
   e.memory = read_memory_energy(m);
-  if (has_link) e.dma_per_byte = m.quantity("dma_per_byte");
+  if (m.decl().find("dma_per_byte")) e.dma_per_byte = m.quantity("dma_per_byte");
   e.leakage = read_leakage(m);
   return e;
 }
@@ -97,7 +98,7 @@ EnergyTable read_energy_table(const YAML::Node& node, const YamlMap& config,
     t.unit_action[static_cast<size_t>(u.kind)] = read_per_dtype(m, u.energy_key, u.kind);
   t.lfu_op = m.quantity("lfu_op");
   ConfigMapping root = m.mapping("root");
-  t.root = read_level(root, false);
+  t.root = read_level(root);
   m.put("root", root.finish());
 
   // Every entry is checked, in document order, so that a mistake in an entry this machine does
@@ -107,7 +108,7 @@ EnergyTable read_energy_table(const YAML::Node& node, const YamlMap& config,
   std::map<std::string, std::pair<LevelEnergy, Json>> entries;
   for (const std::string& name : levels.keys()) {
     ConfigMapping entry(levels.require_map(name), entry_decl);
-    LevelEnergy e = read_level(entry, true);
+    LevelEnergy e = read_level(entry);
     entries.emplace(name, std::make_pair(e, entry.finish()));
   }
   Json levels_json = Json::object();

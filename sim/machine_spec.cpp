@@ -137,8 +137,9 @@ MachineSpec parse_machine_node(const YAML::Node& doc, const std::string& file) {
     if (__builtin_mul_overflow(nodes, static_cast<int64_t>(ls.fanout), &nodes) ||
         nodes > kMaxLevelNodes) {
       throw level.yaml().error(
-          "fanout", fmt::format("gives level {} more than {} nodes (2^20), the most fracsim simulates",
-                                ls.name, kMaxLevelNodes));
+          "fanout",
+          fmt::format("gives level {} more than {} nodes (2^20), the most fracsim simulates",
+                      ls.name, kMaxLevelNodes));
     }
     parent_clock = ls.controller.clock;
     levels_json.push_back(level.finish());

@@ -24,8 +24,8 @@ uint64_t parse_quantity_text(const std::string& text, QuantityKind kind, const s
 // What a kind is called and the units it takes, as messages, the config reference and the
 // JSON Schema spell them.
 struct QuantityUnits {
-  std::string noun;     // "a size"
-  std::string example;  // "512 KiB"
+  std::string noun;                // "a size"
+  std::string example;             // "512 KiB"
   std::vector<std::string> units;  // "B", "KB", ...
 };
 QuantityUnits quantity_units(QuantityKind kind);

@@ -12,8 +12,8 @@
 #include "isa/error.h"
 #include "sim/cli/atomic_file.h"
 #include "sim/cli/command.h"
-#include "sim/config_schema.h"
 #include "sim/config_override.h"
+#include "sim/config_schema.h"
 #include "sim/machine_spec.h"
 #include "sim/units.h"
 

@@ -220,7 +220,8 @@ TEST_CASE("fracsim help lists every command with its summary") {
   const CliResult r = run_fracsim("help");
   CHECK(r.code == 0);
   for (const char* line : {
-           "  run            run a program (.fbin, .fasm) or workload (.yaml, .onnx) on a machine\n",
+           "  run            run a program (.fbin, .fasm) or workload (.yaml, .onnx) on a "
+           "machine\n",
            "  compile        compile a workload (.yaml, .onnx) to a binary program\n",
            "  asm            assemble a text program\n",
            "  disasm         disassemble a binary program\n",
@@ -247,8 +248,9 @@ TEST_CASE("fracsim help lists every command with its summary") {
   CHECK(bare.out == r.out);
   CliResult bad = run_fracsim("isa frob");
   CHECK(bad.code == 2);
-  CHECK(bad.out == "error: fracsim isa: usage: fracsim isa list | fracsim isa doc [-o FILE] | fracsim isa "
-                   "check FILE...\n");
+  CHECK(bad.out ==
+        "error: fracsim isa: usage: fracsim isa list | fracsim isa doc [-o FILE] | fracsim isa "
+        "check FILE...\n");
   bad = run_fracsim("help frob");
   CHECK(bad.code == 2);
   CHECK(bad.out == "error: fracsim help: unknown command 'frob' (see 'fracsim help')\n");

@@ -361,7 +361,8 @@ TEST_CASE("the backend must be a known one") {
 TEST_CASE("the sort unit's width defaults to 8, recorded as defaulted, and is checked") {
   MachineSpec old = parse_machine_spec(kBase, "ok.yaml");
   CHECK(old.levels[1].sort.width == 8);
-  CHECK(old.effective["levels"][1]["leaf"]["sort"].dump() == R"({"width":8,"defaulted":["width"]})");
+  CHECK(old.effective["levels"][1]["leaf"]["sort"].dump() ==
+        R"({"width":8,"defaulted":["width"]})");
   // An absent optional mapping reads as an empty one: each of its keys takes its default.
   MachineSpec empty = parse_machine_spec(kBase + "      sort: {}\n", "ok.yaml");
   CHECK(empty.levels[1].sort.width == 8);
