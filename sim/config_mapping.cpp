@@ -11,31 +11,6 @@ namespace fracsim::sim {
 
 namespace {
 constexpr uint64_t kPicosecondsPerSecond = 1000000000000ULL;
-
-const char* kind_name(KeyKind kind) {
-  switch (kind) {
-    case KeyKind::integer:
-      return "integer";
-    case KeyKind::boolean:
-      return "boolean";
-    case KeyKind::quantity:
-      return "quantity";
-    case KeyKind::text:
-      return "text";
-    case KeyKind::choice:
-      return "choice";
-    case KeyKind::mapping:
-      return "mapping";
-    case KeyKind::list:
-      return "list";
-    case KeyKind::named_mappings:
-      return "named mappings";
-    case KeyKind::mapping_or_file:
-      return "mapping or file";
-  }
-  return "?";
-}
-
 }  // namespace
 
 ConfigMapping::ConfigMapping(YamlMap map, const MappingDecl& decl, KeyWhere position)
@@ -61,8 +36,8 @@ const ConfigKey& ConfigMapping::declared(const std::string& key, KeyKind kind) c
   const bool structural = kind == KeyKind::list && (k->kind == KeyKind::named_mappings ||
                                                     k->kind == KeyKind::mapping_or_file);
   FRACSIM_ASSERT(k->kind == kind || textual || structural,
-                 "config key {}.{} is declared a {}, read as a {}", decl_->id, key,
-                 kind_name(k->kind), kind_name(kind));
+                 "config key {}.{} is declared {}, read as {}", decl_->id, key,
+                 key_kind_noun(k->kind), key_kind_noun(kind));
   FRACSIM_ASSERT(k->allowed_at(position_), "config key {}.{} read where it is not allowed",
                  decl_->id, key);
   return *k;

@@ -86,23 +86,6 @@ struct DeclCursor {
   KeyWhere position = KeyWhere::everywhere;
 };
 
-// How a message names the kind of a value that has no keys below it.
-const char* value_kind(KeyKind kind) {
-  switch (kind) {
-    case KeyKind::integer:
-      return "an integer";
-    case KeyKind::boolean:
-      return "true or false";
-    case KeyKind::quantity:
-      return "a quantity";
-    case KeyKind::text:
-    case KeyKind::choice:
-      return "a text";
-    default:
-      return "a mapping";
-  }
-}
-
 OverrideTarget apply_one(YAML::Node doc, const std::string& file, const ConfigOverride& o) {
   YAML::Node value;
   try {
@@ -168,7 +151,7 @@ OverrideTarget apply_one(YAML::Node doc, const std::string& file, const ConfigOv
                                          fmt::join(decl.mapping->names_at(decl.position), ", ")));
       if (!k->mapping && !last && absent)
         throw override_error(file, o, key_path,
-                             fmt::format("is a value ({}), not a mapping", value_kind(k->kind)));
+                             fmt::format("is a value ({}), not a mapping", key_kind_noun(k->kind)));
       if (k->kind == KeyKind::list)
         decl = {DeclCursor::At::list, k->mapping, KeyWhere::everywhere};
       else if (k->kind == KeyKind::named_mappings)

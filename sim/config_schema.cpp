@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
 #include <utility>
 
 #include <fmt/format.h>
@@ -456,6 +455,30 @@ std::vector<std::string> MappingDecl::names_at(KeyWhere position) const {
     if (k.allowed_at(position)) out.push_back(k.name);
   std::sort(out.begin(), out.end());
   return out;
+}
+
+const char* key_kind_noun(KeyKind kind) {
+  switch (kind) {
+    case KeyKind::integer:
+      return "an integer";
+    case KeyKind::boolean:
+      return "a boolean";
+    case KeyKind::quantity:
+      return "a quantity";
+    case KeyKind::text:
+      return "a text";
+    case KeyKind::choice:
+      return "a choice";
+    case KeyKind::mapping:
+      return "a mapping";
+    case KeyKind::list:
+      return "a list";
+    case KeyKind::named_mappings:
+      return "a mapping of names";
+    case KeyKind::mapping_or_file:
+      return "a mapping or a file";
+  }
+  throw InternalError("unknown KeyKind");
 }
 
 std::string join_or(const std::vector<std::string>& words) {

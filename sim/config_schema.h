@@ -136,6 +136,9 @@ nlohmann::ordered_json config_json_schema();
 // The reference of every key, in Markdown (the generated part of sim/README.md).
 std::string config_reference_markdown();
 
+// How a message names a value of a kind: "an integer", "a quantity".
+const char* key_kind_noun(KeyKind kind);
+
 // "a", "a or b", "a, b or c": the choices of a key as messages and the reference list them.
 std::string join_or(const std::vector<std::string>& words);
 

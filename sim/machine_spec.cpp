@@ -1,11 +1,9 @@
 #include "sim/machine_spec.h"
 
-#include <algorithm>
 #include <optional>
 #include <utility>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "isa/error.h"
 #include "isa/yaml_map.h"
