@@ -66,7 +66,9 @@ struct Tables {
         "link",
         "the DMA link from a node to its parent's memory, full duplex",
         {quantity_key("bandwidth", QuantityKind::bandwidth, "per direction").nonzero(),
-         quantity_key("latency", QuantityKind::time, "paid once per transfer").defaults_to("0 ns"),
+         quantity_key("latency", QuantityKind::time,
+                      "added to the parent memory's latency, once per piece loaded or written back")
+             .defaults_to("0 ns"),
          boolean_key("multicast",
                      "the siblings' links are one shared medium: bytes several of them load "
                      "for one piece are read from the parent once and delivered to all")
