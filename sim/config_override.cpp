@@ -9,6 +9,7 @@
 
 #include "isa/error.h"
 #include "isa/yaml_map.h"
+#include "sim/config_schema.h"
 
 namespace fracsim::sim {
 
@@ -77,6 +78,14 @@ std::string entry_names(const YAML::Node& list) {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
+// Where a path is in the declarations (sim/config_schema.h): in a mapping of `mapping`'s keys,
+// in a list or a mapping of names whose entries have `mapping`'s keys, or below a value.
+struct DeclCursor {
+  enum class At { mapping, list, names } at = At::mapping;
+  const MappingDecl* mapping = nullptr;
+  KeyWhere position = KeyWhere::everywhere;
+};
+
 OverrideTarget apply_one(YAML::Node doc, const std::string& file, const ConfigOverride& o) {
   YAML::Node value;
   try {
@@ -88,6 +97,7 @@ OverrideTarget apply_one(YAML::Node doc, const std::string& file, const ConfigOv
   OverrideTarget target;
   YAML::Node node = doc;  // rebound with reset(): assigning a YAML::Node writes through it
   std::string path;
+  DeclCursor decl{DeclCursor::At::mapping, &machine_config_decl(), KeyWhere::everywhere};
   for (size_t s = 0; s < steps.size(); ++s) {
     const PathStep& step = steps[s];
     const bool last = s + 1 == steps.size();
@@ -111,6 +121,9 @@ OverrideTarget apply_one(YAML::Node doc, const std::string& file, const ConfigOv
                                            entry_names(here), path));
       }
       path = fmt::format("{}[{}]", path, i);
+      if (decl.at == DeclCursor::At::list)
+        decl = {DeclCursor::At::mapping, decl.mapping,
+                i + 1 == here.size() ? KeyWhere::leaf : KeyWhere::above_leaf};
       if (last) {
         node[i] = value;
       } else {
@@ -126,6 +139,26 @@ OverrideTarget apply_one(YAML::Node doc, const std::string& file, const ConfigOv
     const std::string key_path = join_key(path, step.key);
     const YAML::Node child = here[step.key];
     const bool absent = !child.IsDefined() || child.IsNull();
+    // The path must follow the declared keys: a key the parser does not know is refused before
+    // the document changes, and a value has no keys below it.
+    if (decl.at == DeclCursor::At::names) {
+      decl = {DeclCursor::At::mapping, decl.mapping, KeyWhere::everywhere};
+    } else if (decl.at == DeclCursor::At::mapping && decl.mapping) {
+      const ConfigKey* k = decl.mapping->find(step.key);
+      if (!k)
+        throw override_error(file, o, key_path,
+                             fmt::format("unknown key (expected one of: {})",
+                                         fmt::join(decl.mapping->names_at(decl.position), ", ")));
+      if (!k->mapping && !last && absent)
+        throw override_error(file, o, key_path,
+                             fmt::format("is a value ({}), not a mapping", key_kind_noun(k->kind)));
+      if (k->kind == KeyKind::list)
+        decl = {DeclCursor::At::list, k->mapping, KeyWhere::everywhere};
+      else if (k->kind == KeyKind::named_mappings)
+        decl = {DeclCursor::At::names, k->mapping, KeyWhere::everywhere};
+      else
+        decl = {DeclCursor::At::mapping, k->mapping, KeyWhere::everywhere};
+    }
     if (absent && target.added.empty()) target.added = key_path;
     if (last) {
       node[step.key] = value;

@@ -2,7 +2,9 @@
 // document before it is parsed, so that every key the parser knows can be set and every value
 // is validated as if the file gave it. KEY is a path into the YAML tree: mapping keys joined by
 // dots, `[i]` for the i-th entry of a list, and a list entry by its `name` (`levels.core` is the
-// level named core; an entry without a name is `level<i>`, its default name). Keys and mappings
+// level named core; an entry without a name only by index). Each step must be a key the
+// declarations (sim/config_schema.h) have there, so a misspelt key is refused before the document
+// changes. Keys and mappings
 // the file lacks are added. VALUE is YAML: a scalar with its unit (`256 KiB`) or a flow mapping
 // (`{rows: 8, cols: 8}`).
 #pragma once

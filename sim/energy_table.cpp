@@ -16,15 +16,11 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-uint64_t energy(ConfigMapping& m, const std::string& key) {
-  return m.quantity(key, QuantityKind::energy, std::nullopt, false);
-}
-
 MemoryEnergy read_memory_energy(ConfigMapping& parent) {
   ConfigMapping m = parent.mapping("memory");
   MemoryEnergy e;
-  e.read_per_byte = energy(m, "read_per_byte");
-  e.write_per_byte = energy(m, "write_per_byte");
+  e.read_per_byte = m.quantity("read_per_byte");
+  e.write_per_byte = m.quantity("write_per_byte");
   parent.put("memory", m.finish());
   return e;
 }
@@ -32,8 +28,8 @@ MemoryEnergy read_memory_energy(ConfigMapping& parent) {
 LeakagePower read_leakage(ConfigMapping& parent) {
   ConfigMapping m = parent.mapping("leakage");
   LeakagePower p;
-  p.memory = m.quantity("memory", QuantityKind::power, std::nullopt, false);
-  p.logic = m.quantity("logic", QuantityKind::power, std::nullopt, false);
+  p.memory = m.quantity("memory");
+  p.logic = m.quantity("logic");
   parent.put("leakage", m.finish());
   return p;
 }
@@ -45,15 +41,16 @@ std::array<uint64_t, isa::kDTypeCount> read_per_dtype(ConfigMapping& parent, con
   ConfigMapping m = parent.mapping(key);
   std::array<uint64_t, isa::kDTypeCount> out{};
   for (isa::DType d : unit_input_dtypes(unit))
-    out[static_cast<size_t>(d)] = energy(m, std::string(isa::dtype_name(d)));
+    out[static_cast<size_t>(d)] = m.quantity(std::string(isa::dtype_name(d)));
   parent.put(key, m.finish());
   return out;
 }
 
-LevelEnergy read_level(ConfigMapping& m, bool has_link) {
+// The root's entry and a level's: only a level has a link (its declaration a dma_per_byte).
+LevelEnergy read_level(ConfigMapping& m) {
   LevelEnergy e;
   e.memory = read_memory_energy(m);
-  if (has_link) e.dma_per_byte = energy(m, "dma_per_byte");
+  if (m.decl().find("dma_per_byte")) e.dma_per_byte = m.quantity("dma_per_byte");
   e.leakage = read_leakage(m);
   return e;
 }
@@ -95,22 +92,23 @@ std::vector<isa::DType> unit_input_dtypes(isa::UnitKind unit) {
 EnergyTable read_energy_table(const YAML::Node& node, const YamlMap& config,
                               const std::vector<std::string>& level_names) {
   EnergyTable t;
-  ConfigMapping m(table_mapping(node, config, t.source));
+  ConfigMapping m(table_mapping(node, config, t.source), energy_table_decl());
   m.put("table", t.source);
   for (const isa::UnitKindDef& u : isa::unit_kinds())
     t.unit_action[static_cast<size_t>(u.kind)] = read_per_dtype(m, u.energy_key, u.kind);
-  t.lfu_op = energy(m, "lfu_op");
+  t.lfu_op = m.quantity("lfu_op");
   ConfigMapping root = m.mapping("root");
-  t.root = read_level(root, false);
+  t.root = read_level(root);
   m.put("root", root.finish());
 
   // Every entry is checked, in document order, so that a mistake in an entry this machine does
   // not use is still caught; only the machine's levels go into the effective config.
-  YamlMap levels = m.yaml().require_map("levels");
+  YamlMap levels(*m.node("levels"), m.yaml().file(), m.yaml().key_path("levels"));
+  const MappingDecl& entry_decl = *m.decl().find("levels")->mapping;
   std::map<std::string, std::pair<LevelEnergy, Json>> entries;
   for (const std::string& name : levels.keys()) {
-    ConfigMapping entry(levels.require_map(name));
-    LevelEnergy e = read_level(entry, true);
+    ConfigMapping entry(levels.require_map(name), entry_decl);
+    LevelEnergy e = read_level(entry);
     entries.emplace(name, std::make_pair(e, entry.finish()));
   }
   Json levels_json = Json::object();

@@ -1,6 +1,8 @@
 // The machine description, parsed once from YAML, validated, then immutable (see sim/README.md,
 // "Machine config"). The YAML tree has the shape of the machine: a root (the main memory and the
 // controller beside it), then the levels below it from the top down; the last level is the leaf.
+// Every key, its default and range are declared in sim/config_schema.cpp; the parser fills every
+// field below from there (the zeros here are no defaults).
 #pragma once
 
 #include <array>
@@ -22,7 +24,7 @@ struct MemorySpec {
   uint64_t capacity = 0;   // bytes
   uint64_t bandwidth = 0;  // bytes per second
   uint64_t latency = 0;    // picoseconds
-  int banks = 1;
+  int banks = 0;
 };
 
 // The DMA path from a node to its parent's memory. Loads and write-backs use separate channels
@@ -59,17 +61,14 @@ struct VectorUnitSpec {
 
 // The sort/merge unit.
 struct SortUnitSpec {
-  // Elements compared per cycle. Optional, default kDefaultWidth, so that configs written before
-  // the unit existed still load; new configs should give it.
-  static constexpr int kDefaultWidth = 8;
-  int width = kDefaultWidth;
+  int width = 0;  // elements compared per cycle
 };
 
 // One controller: the root's or one level's.
 struct ControllerSpec {
   uint64_t clock = 0;      // Hz; the period must be a whole number of picoseconds
-  int pipeline_depth = 3;  // sub-instructions in flight (N); the cyclic segment has N sub-blocks
-  int decode_cycles = 1;   // ID stage cycles per sub-instruction
+  int pipeline_depth = 0;  // sub-instructions in flight (N); the cyclic segment has N sub-blocks
+  int decode_cycles = 0;   // ID stage cycles per sub-instruction
   int lfu_throughput = 0;  // LFU elements combined per cycle (0 at the leaf: no LFU)
 
   // One cycle of this controller in picoseconds (exact: the parser rejects other clocks).
@@ -83,39 +82,37 @@ struct RootSpec {
 
 struct LevelSpec {
   std::string name;
-  int fanout = 1;  // nodes of this level under each node of the level above (or the root)
+  int fanout = 0;  // nodes of this level under each node of the level above (or the root)
   ControllerSpec controller;
   MemorySpec memory;  // this node's local memory
   LinkSpec link;      // to the parent's memory
   // Outputs a node writes back stay in its tensor permutation table (resident where its last
   // pieces left them), so that a later instruction reading the same view hits.
-  bool keep_outputs = true;
+  bool keep_outputs = false;
   // A serial split along a reduce dim that accumulates (matmul's K, conv's Ci) issues the pieces
   // sharing an output tile one after another and keeps that tile in local memory across them:
   // the children accumulate into it in place; it is neither loaded for the accumulating pieces
   // nor written back before the last of them.
-  bool resident_partial_sums = true;
+  bool resident_partial_sums = false;
   // A node takes its parent's next instruction while the pieces of the one before still drain
   // through its pipeline: the parent issues the next piece's instructions to its children
   // before the previous piece's have finished (node_dispatch.cpp says when it can).
-  bool overlap = true;
+  bool overlap = false;
   // Leaf level only.
   bool is_leaf = false;
   MatrixUnitSpec matrix;
   VectorUnitSpec vector;
   SortUnitSpec sort;
-  std::string backend = "model";
+  std::string backend;  // a name in the leaf backends' registry
 };
 
-// The decomposition policy of a config that names none.
-constexpr const char* kDefaultDecomposer = "search";
 // The most nodes one level of a machine may have (the leaves included).
 constexpr int64_t kMaxLevelNodes = int64_t{1} << 20;
 
 struct MachineSpec {
   std::string name;
   std::string file;
-  isa::Policy decomposer = isa::Policy::search;  // `decomposer:` (every node's policy)
+  isa::Policy decomposer = isa::Policy::halving;  // `decomposer:` (every node's policy)
   RootSpec root;
   std::vector<LevelSpec> levels;      // top down; levels.back().is_leaf
   std::optional<EnergyTable> energy;  // absent: the run reports no energy

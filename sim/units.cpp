@@ -202,6 +202,13 @@ uint64_t parse_quantity(const YAML::Node& node, QuantityKind kind, const std::st
   }
 }
 
+QuantityUnits quantity_units(QuantityKind kind) {
+  const KindInfo& info = kind_info(kind);
+  QuantityUnits q{info.noun, info.example, {}};
+  for (const Unit& u : info.units) q.units.emplace_back(u.name);
+  return q;
+}
+
 std::string format_quantity(uint64_t value, QuantityKind kind) {
   const KindInfo& info = kind_info(kind);
   // Zero divides by everything; print it in the base unit.

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <yaml-cpp/yaml.h>
 
@@ -19,6 +20,15 @@ uint64_t parse_quantity(const YAML::Node& node, QuantityKind kind, const std::st
                         const std::string& key);
 // The same for a bare string (no line information).
 uint64_t parse_quantity_text(const std::string& text, QuantityKind kind, const std::string& where);
+
+// What a kind is called and the units it takes, as messages, the config reference and the
+// JSON Schema spell them.
+struct QuantityUnits {
+  std::string noun;                // "a size"
+  std::string example;             // "512 KiB"
+  std::vector<std::string> units;  // "B", "KB", ...
+};
+QuantityUnits quantity_units(QuantityKind kind);
 
 // The canonical text of a value ("256 GB/s", "1 GHz", "512 KiB", "100 ns", "15 mW").
 std::string format_quantity(uint64_t value, QuantityKind kind);

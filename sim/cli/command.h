@@ -47,11 +47,13 @@ int cmd_map(const Command& self, const std::vector<std::string>& args);      // 
 int cmd_compile(const Command& self, const std::vector<std::string>& args);  // program_commands
 int cmd_asm(const Command& self, const std::vector<std::string>& args);      // program_commands
 int cmd_disasm(const Command& self, const std::vector<std::string>& args);   // program_commands
-int cmd_config_check(const Command& self, const std::vector<std::string>& args);  // config_command
-int cmd_isa_list(const Command& self, const std::vector<std::string>& args);      // isa_command
-int cmd_isa_doc(const Command& self, const std::vector<std::string>& args);       // isa_command
-int cmd_isa_check(const Command& self, const std::vector<std::string>& args);     // isa_command
-int cmd_verify(const Command& self, const std::vector<std::string>& args);        // verify_command
-int cmd_sweep(const Command& self, const std::vector<std::string>& args);         // sweep_command
+int cmd_config_check(const Command& self, const std::vector<std::string>& args);   // config_command
+int cmd_config_schema(const Command& self, const std::vector<std::string>& args);  // config_command
+int cmd_config_doc(const Command& self, const std::vector<std::string>& args);     // config_command
+int cmd_isa_list(const Command& self, const std::vector<std::string>& args);       // isa_command
+int cmd_isa_doc(const Command& self, const std::vector<std::string>& args);        // isa_command
+int cmd_isa_check(const Command& self, const std::vector<std::string>& args);      // isa_command
+int cmd_verify(const Command& self, const std::vector<std::string>& args);         // verify_command
+int cmd_sweep(const Command& self, const std::vector<std::string>& args);          // sweep_command
 
 }  // namespace fracsim::cli

@@ -1,12 +1,19 @@
 // `fracsim config check CONFIG [--set KEY=VALUE]...`: loads a machine config and prints its shape.
+// `fracsim config schema` and `fracsim config doc`: the JSON Schema and the reference of the
+// format, generated from its declarations (sim/config_schema.h).
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "isa/error.h"
+#include "sim/cli/atomic_file.h"
 #include "sim/cli/command.h"
 #include "sim/config_override.h"
+#include "sim/config_schema.h"
 #include "sim/machine_spec.h"
 #include "sim/units.h"
 
@@ -43,6 +50,37 @@ int cmd_config_check(const Command& self, const std::vector<std::string>& args) 
                                  ls.vector.lanes)
                    : "");
   }
+  return 0;
+}
+
+int cmd_config_schema(const Command& self, const std::vector<std::string>& args) {
+  std::string out;
+  po::options_description opts;
+  opts.add_options()("output,o", po::value(&out), "the file to write (default: standard output)");
+  if (!parse_command_line(self, args, opts)) return 0;
+  const std::string schema = sim::config_json_schema().dump(2) + "\n";
+  if (out.empty())
+    std::cout << schema;
+  else
+    write_file_atomically(out, schema);
+  return 0;
+}
+
+int cmd_config_doc(const Command& self, const std::vector<std::string>& args) {
+  std::string update;
+  po::options_description opts;
+  opts.add_options()("update", po::value(&update),
+                     "FILE: regenerate the reference between its markers in FILE (sim/README.md)");
+  if (!parse_command_line(self, args, opts)) return 0;
+  if (update.empty()) {
+    std::cout << sim::config_reference_markdown();
+    return 0;
+  }
+  std::ifstream in(update, std::ios::binary);
+  if (!in) throw ConfigError(fmt::format("{}: cannot open file", update));
+  std::stringstream text;
+  text << in.rdbuf();
+  write_file_atomically(update, sim::with_config_reference(text.str(), update));
   return 0;
 }
 

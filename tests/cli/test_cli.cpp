@@ -223,18 +223,23 @@ TEST_CASE("fracsim help lists every command with its summary") {
   const CliResult r = run_fracsim("help");
   CHECK(r.code == 0);
   for (const char* line : {
-           "  run           run a program (.fbin, .fasm) or workload (.yaml, .onnx) on a machine\n",
-           "  compile       compile a workload (.yaml, .onnx) to a binary program\n",
-           "  asm           assemble a text program\n",
-           "  disasm        disassemble a binary program\n",
-           "  config check  check a machine config and print its shape\n",
-           "  isa list      one line per op of the instruction set\n",
-           "  isa doc       the op reference in Markdown (isa/ops/README.md is its output)\n",
-           "  isa check     check op definitions (the form of isa/ops/*.yaml) against the "
+           "  run            run a program (.fbin, .fasm) or workload (.yaml, .onnx) on a "
+           "machine\n",
+           "  compile        compile a workload (.yaml, .onnx) to a binary program\n",
+           "  asm            assemble a text program\n",
+           "  disasm         disassemble a binary program\n",
+           "  config check   check a machine config and print its shape\n",
+           "  config schema  the JSON Schema of machine configs, generated from the declaration of "
+           "every key\n",
+           "  config doc     the reference of every config key in Markdown (sim/README.md holds it "
+           "between markers)\n",
+           "  isa list       one line per op of the instruction set\n",
+           "  isa doc        the op reference in Markdown (isa/ops/README.md is its output)\n",
+           "  isa check      check op definitions (the form of isa/ops/*.yaml) against the "
            "shipped ops\n",
-           "  verify        run directed and random vectors through an RTL unit and the "
+           "  verify         run directed and random vectors through an RTL unit and the "
            "reference\n",
-           "  help          list the commands, or describe one\n",
+           "  help           list the commands, or describe one\n",
        }) {
     CAPTURE(line);
     CHECK(r.out.find(line) != std::string::npos);
@@ -246,8 +251,9 @@ TEST_CASE("fracsim help lists every command with its summary") {
   CHECK(bare.out == r.out);
   CliResult bad = run_fracsim("isa frob");
   CHECK(bad.code == 2);
-  CHECK(bad.out == "error: fracsim isa: usage: fracsim isa list | fracsim isa doc [-o FILE] | fracsim isa "
-                   "check FILE...\n");
+  CHECK(bad.out ==
+        "error: fracsim isa: usage: fracsim isa list | fracsim isa doc [-o FILE] | fracsim isa "
+        "check FILE...\n");
   bad = run_fracsim("help frob");
   CHECK(bad.code == 2);
   CHECK(bad.out == "error: fracsim help: unknown command 'frob' (see 'fracsim help')\n");

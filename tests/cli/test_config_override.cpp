@@ -72,7 +72,7 @@ TEST_CASE("config check --set: bad keys and values are the parser's errors, nami
             "whole number of picoseconds\n");
   // An error at another key says which overrides were in effect.
   CHECK(error_of("levels[0].name=core") ==
-        "error: configs/tiny.yaml:50: levels[1].name: duplicate level name 'core' (levels[0] has "
+        "error: configs/tiny.yaml:39: levels[1].name: duplicate level name 'core' (levels[0] has "
         "it too) (with --set levels[0].name=core)\n");
   // Paths that lead nowhere, and what is not KEY=VALUE.
   CHECK(error_of("levels.coer.fanout=2") ==
@@ -102,6 +102,29 @@ TEST_CASE("config check --set: bad keys and values are the parser's errors, nami
   CHECK(r.out == "error: " + dir +
                      "/m.yaml:2: root.lfu_throughput: missing required key (with --set "
                      "root.clock=2GHz)\n");
+}
+
+TEST_CASE("config check --set: the path follows the declared keys, where the file has none too") {
+  const std::string f = "error: configs/tiny.yaml: --set ";
+  // tiny gives no per-dtype MAC arrays and no clock on its core level.
+  CHECK(error_of("levels.core.leaf.matrix.f64.rows=2") ==
+        f + "levels.core.leaf.matrix.f64.rows=2: levels[1].leaf.matrix.f64: unknown key "
+            "(expected one of: cols, f32, i16, i8, rows)\n");
+  CHECK(error_of("levels.core.clock.x=1") ==
+        f + "levels.core.clock.x=1: levels[1].clock: is a value (a quantity), not a mapping\n");
+  CHECK(run_fracsim(check("levels.core.leaf.matrix.i8.rows=8")).code == 0);
+  // The keys a level above the leaf takes: lfu_throughput, not leaf.
+  CHECK(error_of("levels[0].colour=1") ==
+        f + "levels[0].colour=1: levels[0].colour: unknown key (expected one of: clock, "
+            "decode_cycles, fanout, keep_outputs, lfu_throughput, link, memory, name, "
+            "pipeline_depth, resident_partial_sums)\n");
+  // Energy levels are entries by name; an entry's keys are declared.
+  CHECK(run_fracsim(check("energy.levels.core.dma_per_byte=2 pJ")).code == 0);
+  CHECK(error_of("energy.levels.core.dma=2 pJ") ==
+        f + "energy.levels.core.dma=2 pJ: energy.levels.core.dma: unknown key (expected one of: "
+            "dma_per_byte, leakage, memory)\n");
+  CHECK(error_of("energy.mac.f64=1 pJ") ==
+        f + "energy.mac.f64=1 pJ: energy.mac.f64: unknown key (expected one of: f32, i16, i8)\n");
 }
 
 TEST_CASE("run --set: the run takes the override and stats.json records it") {

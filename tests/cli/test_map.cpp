@@ -25,7 +25,7 @@ TEST_CASE("map --help prints the synopsis and the oracle's options, exit 0") {
     CHECK(r.out.find(line) != std::string::npos);
   }
   CHECK(run_fracsim("help map").out == r.out);
-  CHECK(run_fracsim("help").out.find("  map           the mapping oracle: simulate the top "
+  CHECK(run_fracsim("help").out.find("  map            the mapping oracle: simulate the top "
                                      "node's decomposition candidates for one instruction and "
                                      "rank the policy's choice\n") != std::string::npos);
 }
