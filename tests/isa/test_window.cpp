@@ -58,27 +58,35 @@ int64_t attr_of(const Instruction& in, const std::string& name) {
   return in.attrs[ops().get(in.opcode).attr_index(name)];
 }
 
-// Runs `in` whole, then as pieces cut along output dim `dim` at `cuts` (each piece sliced with
-// its halo and pads), and checks that both write the same output bytes. Returns the pieces.
+// Runs `in` whole, then as pieces cut along dim `dim` at `cuts` (each piece sliced with its halo
+// and pads; along a kernel's taps, in tap order), within each cut every index of dim `inner`
+// alone when one is named, and checks that both write the same output bytes. Returns the
+// pieces.
 std::vector<Instruction> check_pieces(const Instruction& in, std::vector<uint8_t> mem,
-                                      const std::string& dim, const std::vector<int64_t>& cuts) {
+                                      const std::string& dim, const std::vector<int64_t>& cuts,
+                                      const std::string& inner = "") {
   const OpDef& op = ops().get(in.opcode);
   std::vector<uint8_t> whole = mem, pieces = mem;
   run_reference(in, whole);
   const std::vector<int64_t> ext = dim_extents(op, in);
-  const int d = op.dim_index(dim);
+  const int d = op.dim_index(dim), e = inner.empty() ? -1 : op.dim_index(inner);
   std::vector<int64_t> bounds = cuts;
   bounds.insert(bounds.begin(), 0);
   bounds.push_back(ext[d]);
   std::vector<Instruction> out;
-  for (size_t p = 0; p + 1 < bounds.size(); ++p) {
-    PieceRange r{std::vector<int64_t>(ext.size(), 0), ext};
-    r.begin[d] = bounds[p];
-    r.len[d] = bounds[p + 1] - bounds[p];
-    out.push_back(slice_instruction(op, in, r));
-    bind_dims(op, out.back(), "piece");  // a piece is a valid instruction of its own
-    run_reference(out.back(), pieces);
-  }
+  for (size_t p = 0; p + 1 < bounds.size(); ++p)
+    for (int64_t k = 0; k < (e < 0 ? 1 : ext[e]); ++k) {
+      PieceRange r{std::vector<int64_t>(ext.size(), 0), ext};
+      r.begin[d] = bounds[p];
+      r.len[d] = bounds[p + 1] - bounds[p];
+      if (e >= 0) {
+        r.begin[e] = k;
+        r.len[e] = 1;
+      }
+      out.push_back(slice_instruction(op, in, r));
+      bind_dims(op, out.back(), "piece");  // a piece is a valid instruction of its own
+      run_reference(out.back(), pieces);
+    }
   auto [lo, hi] = in.operands.back().byte_span();
   CHECK(std::memcmp(whole.data() + lo, pieces.data() + lo, hi - lo) == 0);
   return out;
@@ -434,43 +442,6 @@ TEST_CASE("lrn on integers: fixed point with frac_bits, rounded half to even") {
   CHECK(get<int16_t>(mem, 64, 3) == std::vector<int16_t>{96, 192, 0});
 }
 
-namespace {
-
-// Runs `in` whole, then as the serial pieces over its kernel's taps that cutting `dim` at `cuts`
-// (and every other dim whole, unless `inner` names a dim cut at each of its taps) gives, in tap
-// order; checks that both write the same output bytes and returns the pieces.
-std::vector<Instruction> check_tap_pieces(const Instruction& in, std::vector<uint8_t> mem,
-                                          const std::string& dim, const std::vector<int64_t>& cuts,
-                                          const std::string& inner = "") {
-  const OpDef& op = ops().get(in.opcode);
-  std::vector<uint8_t> whole = mem, pieces = mem;
-  run_reference(in, whole);
-  const std::vector<int64_t> ext = dim_extents(op, in);
-  const int d = op.dim_index(dim), e = inner.empty() ? -1 : op.dim_index(inner);
-  std::vector<int64_t> bounds = cuts;
-  bounds.insert(bounds.begin(), 0);
-  bounds.push_back(ext[d]);
-  std::vector<Instruction> out;
-  for (size_t p = 0; p + 1 < bounds.size(); ++p)
-    for (int64_t k = 0; k < (e < 0 ? 1 : ext[e]); ++k) {
-      PieceRange r{std::vector<int64_t>(ext.size(), 0), ext};
-      r.begin[d] = bounds[p];
-      r.len[d] = bounds[p + 1] - bounds[p];
-      if (e >= 0) {
-        r.begin[e] = k;
-        r.len[e] = 1;
-      }
-      out.push_back(slice_instruction(op, in, r));
-      bind_dims(op, out.back(), "piece");  // a piece is a valid instruction of its own
-      run_reference(out.back(), pieces);
-    }
-  auto [lo, hi] = in.operands.back().byte_span();
-  CHECK(std::memcmp(whole.data() + lo, pieces.data() + lo, hi - lo) == 0);
-  return out;
-}
-
-}  // namespace
-
 TEST_CASE("pool2d pieces of the kernel's taps give the whole op bit for bit") {
   // in [1,1,5,6] f32 = -0.3, -0.6, ... (all negative, so that a piece whose taps see only
   // padding must not give 0), kernel 3x4, dilation 2 rows, pads (2,2) rows and (1,2) columns:
@@ -496,7 +467,7 @@ TEST_CASE("pool2d pieces of the kernel's taps give the whole op bit for bit") {
            {"pad_w1", 2},
            {"count_include_pad", include_pad}});
       // Taps rows [0,1), [1,2), [2,3).
-      std::vector<Instruction> p = check_tap_pieces(whole, mem, "Kh", {1, 2});
+      std::vector<Instruction> p = check_pieces(whole, mem, "Kh", {1, 2});
       // The middle piece: one tap row, one before and one after it; it continues the windows
       // and does not complete them. Output row 0, tap 1 reads row 0*1 - 2 + 1*2 = 0: no pad
       // before; the last output row 4 reads row 4, no pad after. Its input is the whole.
@@ -517,7 +488,7 @@ TEST_CASE("pool2d pieces of the kernel's taps give the whole op bit for bit") {
       CHECK(attr_of(p[2], "final") == 1);
       CHECK(attr_of(p[2], "in_h0") == 2);
       // Each tap row alone, and within it each tap column: 12 pieces.
-      CHECK(check_tap_pieces(whole, mem, "Kh", {1, 2}, "Kw").size() == 12);
+      CHECK(check_pieces(whole, mem, "Kh", {1, 2}, "Kw").size() == 12);
     }
 }
 
