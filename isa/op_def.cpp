@@ -19,6 +19,21 @@ int OpDef::dim_index(const std::string& d) const {
   return -1;
 }
 
+bool OpDef::is_taps(size_t d) const {
+  if (dims[d].kind != DimKind::reduce) return false;
+  return std::any_of(dims.begin(), dims.end(), [&](const DimDef& w) {
+    return w.kind == DimKind::window && w.window.kernel.name == dims[d].name;
+  });
+}
+
+bool OpDef::splits_for(size_t d, bool integer, const std::vector<int64_t>& attrs) const {
+  const DimDef& dd = dims[d];
+  if (!integer || dd.integer_attr.empty()) return true;
+  const std::string& v = enum_value(dd.integer_attr, attrs);
+  return std::find(dd.integer_values.begin(), dd.integer_values.end(), v) !=
+         dd.integer_values.end();
+}
+
 int OpDef::attr_index(const std::string& a) const {
   for (size_t i = 0; i < attributes.size(); ++i)
     if (attributes[i].name == a) return static_cast<int>(i);
@@ -152,6 +167,7 @@ DimDef parse_dim(const std::string& name, const YAML::Node& n, const YamlMap& pa
     d.offset_scale = m.get_string("offset_scale", "");
     if (!d.offset_scale.empty() && d.offset_attr.empty())
       throw m.error("offset_scale", "an offset_scale needs an offset");
+    d.after_attr = m.get_string("after", "");
     m.finish();
     return d;
   }
@@ -170,6 +186,18 @@ DimDef parse_dim(const std::string& name, const YAML::Node& n, const YamlMap& pa
   d.final_attr = m.get_string("final", "");
   if (!d.final_attr.empty() && d.accumulate_attr.empty())
     throw m.error("final", "a final attribute needs an accumulate attribute");
+  d.offset_attr = m.get_string("offset", "");
+  d.after_attr = m.get_string("after", "");
+  d.extent_attr = m.get_string("extent", "");
+  if (m.has("integer")) {
+    YamlMap im = m.require_map("integer");
+    const std::vector<std::string> keys = im.keys();
+    if (keys.size() != 1)
+      throw m.error("integer", "expected one enum attribute and its values: {fn: [max]}");
+    d.integer_attr = keys[0];
+    for (const auto& v : im.require(keys[0])) d.integer_values.push_back(v.Scalar());
+    im.finish();
+  }
   m.finish();
   return d;
 }
@@ -342,7 +370,11 @@ void OpTable::add_yaml(const std::string& text, const std::string& file) {
     bool used = std::any_of(op.operands.begin(), op.operands.end(), [&](const OperandDef& o) {
       return std::find(o.dims.begin(), o.dims.end(), d.name) != o.dims.end();
     });
-    if (!used) throw fail("dims", fmt::format("dim {} is never bound by an operand", d.name));
+    if (!used && d.extent_attr.empty())
+      throw fail("dims", fmt::format("dim {} is never bound by an operand", d.name));
+    if (used && !d.extent_attr.empty())
+      throw fail("dims",
+                 fmt::format("dim {} has an extent attribute but an operand binds it", d.name));
     if (!d.accumulate_attr.empty()) {
       int a = op.attr_index(d.accumulate_attr);
       if (a < 0 || op.attributes[a].type != AttrType::boolean)
@@ -375,6 +407,21 @@ void OpTable::add_yaml(const std::string& text, const std::string& file) {
     if (!d.offset_attr.empty() && !is_int_attr(d.offset_attr))
       throw fail("dims",
                  fmt::format("dim {}: offset '{}' is not an int attribute", d.name, d.offset_attr));
+    for (const std::string* a : {&d.after_attr, &d.extent_attr})
+      if (!a->empty() && !is_int_attr(*a))
+        throw fail("dims", fmt::format("dim {}: '{}' is not an int attribute", d.name, *a));
+    if (!d.integer_attr.empty()) {
+      const int a = op.attr_index(d.integer_attr);
+      if (a < 0 || op.attributes[a].type != AttrType::enumeration)
+        throw fail("dims", fmt::format("dim {}: integer names '{}', which is not an enum "
+                                       "attribute",
+                                       d.name, d.integer_attr));
+      for (const std::string& v : d.integer_values)
+        if (std::find(op.attributes[a].values.begin(), op.attributes[a].values.end(), v) ==
+            op.attributes[a].values.end())
+          throw fail("dims",
+                     fmt::format("dim {}: '{}' is not a value of {}", d.name, v, d.integer_attr));
+    }
     if (!d.offset_scale.empty() && !is_int_attr(d.offset_scale))
       throw fail("dims", fmt::format("dim {}: offset_scale '{}' is not an int attribute", d.name,
                                      d.offset_scale));

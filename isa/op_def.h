@@ -23,7 +23,9 @@ namespace fracsim::isa {
 //  window:   an input extent that follows an output dim through a sliding window (a
 //            convolution's or pool's spatial input): never split itself; slicing the output dim
 //            slices it with its halo and adjusts the piece's pad attributes.
-//  whole:    never split (a kernel's extent).
+//  whole:    never split.
+// A reduce dim that is a window's kernel (conv's Kh, pool's Kh) holds the kernel's taps: serial
+// pieces take a range of taps, each reading the input rows its taps touch (OpDef::is_taps).
 enum class DimKind { parallel, reduce, window, whole };
 
 // A window field: an integer literal or the name of a dim or attribute.
@@ -64,6 +66,18 @@ struct DimDef {
   // attribute: a flattened index, as pool2d_argmax's index_base).
   std::string offset_attr;
   std::string offset_scale;
+  // reduce and window: an int attribute to which slicing adds the dim's extent past the piece's
+  // end (with `offset`, what the piece leaves of the whole on either side: a pool piece of a
+  // kernel's taps counts the input elements of its whole window by them).
+  std::string after_attr;
+  // reduce: the int attribute that holds the dim's extent when no operand has it (pool's kernel
+  // size); slicing sets it to the piece's length.
+  std::string extent_attr;
+  // reduce: on integer operands the dim splits only for these values of an enum attribute
+  // (pool's taps: max; integer average sums need more bits than the output holds). Empty attr:
+  // no limit.
+  std::string integer_attr;
+  std::vector<std::string> integer_values;
 };
 
 enum class OperandRole { in, out };
@@ -169,6 +183,11 @@ struct OpDef {
 
   bool is_extension() const { return !sequence.empty(); }
   int dim_index(const std::string& dim) const;       // -1 when absent
+  // Whether dim `d` is a reduce dim that some window dim names as its kernel: a kernel's taps.
+  bool is_taps(size_t d) const;
+  // Whether reduce dim `d` may split for an instruction with these attributes, `integer` when
+  // an operand is an integer (its integer limit).
+  bool splits_for(size_t d, bool integer, const std::vector<int64_t>& attrs) const;
   int attr_index(const std::string& attr) const;     // -1 when absent
   int operand_index(const std::string& name) const;  // -1 when absent
   const DimDef& dim(const std::string& name) const;

@@ -26,6 +26,8 @@ std::string dim_rule(const OpDef& op, const DimDef& d) {
         offset = d.offset_scale.empty() ? fmt::format("; offset attribute `{}`", d.offset_attr)
                                         : fmt::format("; offset attribute `{}`, times `{}`",
                                                       d.offset_attr, d.offset_scale);
+      if (!d.after_attr.empty())
+        offset += fmt::format(" (input before the operand), `{}` (after it)", d.after_attr);
       return fmt::format("window of {}: kernel {}, stride {}, dilation {}, pads `{}`/`{}`{}",
                          d.window.of, term(d.window.kernel), term(d.window.stride),
                          term(d.window.dilation), d.window.pad_begin, d.window.pad_end, offset);
@@ -51,7 +53,15 @@ std::string dim_rule(const OpDef& op, const DimDef& d) {
             "; only the piece completing the sum keeps `{}` (across children: "
             "the LFU runs the op on an empty range of the dim after combining)",
             d.final_attr);
-      (void)op;
+      if (op.is_taps(static_cast<size_t>(&d - op.dims.data())))
+        acc += "; a kernel's taps: split serially only, once nothing else can be";
+      if (!d.extent_attr.empty()) acc += fmt::format("; extent attribute `{}`", d.extent_attr);
+      if (!d.offset_attr.empty() || !d.after_attr.empty())
+        acc += fmt::format("; taps before and after the piece's in `{}` and `{}`", d.offset_attr,
+                           d.after_attr);
+      if (!d.integer_attr.empty())
+        acc += fmt::format("; on integers only with {} = {}", d.integer_attr,
+                           fmt::join(d.integer_values, " or "));
       return fmt::format("reduce, combined with {}{}", how, acc);
     }
   }

@@ -91,6 +91,13 @@ std::map<std::string, int64_t> bind_dims(const OpDef& op, const Instruction& ins
           throw fail(fmt::format("{} {} is defined for f32 operands only", ad.name, ad.values[v]));
     dims[ad.name] = v;
   }
+  // A dim no operand holds (a pool's taps) has its extent in an attribute.
+  for (const DimDef& d : op.dims)
+    if (!d.extent_attr.empty()) {
+      const int64_t e = dims.at(d.extent_attr);
+      if (e < 0) throw fail(fmt::format("dim {} ({}) is negative", d.name, d.extent_attr));
+      dims[d.name] = e;
+    }
   // Each window's output extent must be what its input extent, kernel, stride, dilation and
   // pads give: O = (W + pad_begin + pad_end - ((K - 1) * dilation + 1)) / stride + 1.
   for (const DimDef& d : op.dims) {
@@ -103,9 +110,10 @@ std::map<std::string, int64_t> bind_dims(const OpDef& op, const Instruction& ins
     if (K < 1 || st < 1 || dil < 1)
       throw fail(fmt::format("window {}: kernel {}, stride {} and dilation {} must be at least 1",
                              d.name, K, st, dil));
-    if (pb < 0 || pe < 0 || pb >= span || pe >= span)
-      throw fail(fmt::format("window {}: pads {} and {} must lie in [0, {}) (the dilated kernel)",
-                             d.name, pb, pe, span));
+    // A piece of a kernel's taps may have pads wider than its own taps span, and when its
+    // taps fall wholly in the padding (an empty input) one pad may be negative.
+    if ((W > 0 && (pb < 0 || pe < 0)) || pb + pe < 0)
+      throw fail(fmt::format("window {}: pads {} and {} must not be negative", d.name, pb, pe));
     const int64_t expect = W + pb + pe >= span ? (W + pb + pe - span) / st + 1 : 0;
     if (O != expect)
       throw fail(

@@ -140,7 +140,8 @@ ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& i
   for (size_t d = 0; d < op.dims.size(); ++d) {
     if (ext[d] < 2) continue;
     if (op.dims[d].kind == DimKind::parallel) par.push_back(static_cast<int>(d));
-    if (op.dims[d].kind == DimKind::reduce) red.push_back(static_cast<int>(d));
+    // A kernel's taps split serially only (accumulating in tap order), never across children.
+    if (op.dims[d].kind == DimKind::reduce && !op.is_taps(d)) red.push_back(static_cast<int>(d));
   }
   std::vector<int64_t> parts(ext.size(), 1);
   int reduce_dim = -1;

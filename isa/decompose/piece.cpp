@@ -11,6 +11,9 @@ std::vector<int64_t> dim_extents(const OpDef& op, const Instruction& instr) {
   for (size_t o = 0; o < op.operands.size(); ++o)
     for (size_t a = 0; a < op.operands[o].dims.size(); ++a)
       ext[op.operands[o].dim_ids[a]] = instr.operands[o].shape[a];
+  for (size_t d = 0; d < op.dims.size(); ++d)
+    if (!op.dims[d].extent_attr.empty())
+      ext[d] = instr.attrs[op.attr_index(op.dims[d].extent_attr)];
   return ext;
 }
 
@@ -28,7 +31,11 @@ Instruction slice_instruction(const OpDef& op, const Instruction& instr, const P
       int di = op.dim_index(t.name);
       return di >= 0 ? ext[di] : instr.attrs[op.attr_index(t.name)];
     };
-    const int64_t K = term(w.kernel), st = term(w.stride), dil = term(w.dilation);
+    // The piece's taps: a range of the kernel dim, or the whole kernel.
+    const int kd = w.kernel.name.empty() ? -1 : op.dim_index(w.kernel.name);
+    const int64_t t0 = kd >= 0 ? r.begin[kd] : 0;
+    const int64_t K = kd >= 0 ? r.len[kd] : term(w.kernel);
+    const int64_t st = term(w.stride), dil = term(w.dilation);
     const int pb_attr = op.attr_index(w.pad_begin), pe_attr = op.attr_index(w.pad_end);
     const int of = op.dim_index(w.of);
     const int64_t b = r.begin[of], l = r.len[of];
@@ -37,10 +44,14 @@ Instruction slice_instruction(const OpDef& op, const Instruction& instr, const P
       r.len[d] = 0;
       continue;
     }
-    const int64_t start = b * st - instr.attrs[pb_attr];
-    const int64_t end = (b + l - 1) * st - instr.attrs[pb_attr] + (K - 1) * dil + 1;
-    const int64_t ib = std::clamp<int64_t>(start, 0, ext[d]);
-    const int64_t ie = std::clamp<int64_t>(end, ib, ext[d]);
+    // Output b, tap t0 reads input row b*stride - pad_begin + t0*dilation. When the piece's taps
+    // all fall in the padding its input is empty, at row 0, and one pad may be negative (the
+    // pads still place its windows where the whole op has them; bind_dims).
+    const int64_t start = b * st - instr.attrs[pb_attr] + t0 * dil;
+    const int64_t end = (b + l - 1) * st - instr.attrs[pb_attr] + (t0 + K - 1) * dil + 1;
+    int64_t ib = std::clamp<int64_t>(start, 0, ext[d]);
+    int64_t ie = std::clamp<int64_t>(end, ib, ext[d]);
+    if (ie == ib) ib = ie = 0;  // no input row: the operand keeps its place, rows their index
     r.begin[d] = ib;
     r.len[d] = ie - ib;
     out.attrs[pb_attr] = ib - start;
@@ -62,6 +73,9 @@ Instruction slice_instruction(const OpDef& op, const Instruction& instr, const P
           dd.offset_scale.empty() ? 1 : instr.attrs[op.attr_index(dd.offset_scale)];
       out.attrs[op.attr_index(dd.offset_attr)] += r.begin[d] * scale;
     }
+    if (!dd.after_attr.empty())
+      out.attrs[op.attr_index(dd.after_attr)] += ext[d] - r.begin[d] - r.len[d];
+    if (!dd.extent_attr.empty()) out.attrs[op.attr_index(dd.extent_attr)] = r.len[d];
   }
   return out;
 }

@@ -56,7 +56,8 @@ std::vector<std::vector<int64_t>> tile_values(const OpDef& op, const Instruction
     std::set<int64_t> v;
     for (const std::vector<int64_t>& s : starts) v.insert(s[d]);
     if (starts.empty()) v.insert(ext[d]);
-    if (splittable(op.dims[d]) && ext[d] > 1)
+    // A kernel's taps keep the tile their start gives (split only when nothing else fits).
+    if (splittable(op.dims[d]) && !op.is_taps(d) && ext[d] > 1)
       for (int64_t p : candidate_parts(ext[d], leaf)) v.insert(ceil_div(ext[d], p));
     values[d].assign(v.begin(), v.end());
   }

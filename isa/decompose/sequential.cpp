@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "isa/decompose/cost_model.h"
 #include "isa/decompose/localize.h"
@@ -47,7 +48,9 @@ Instruction worst_case_piece(const OpDef& op, const Instruction& instr,
       const int di = op.dim_index(t.name);
       return di >= 0 ? ext[di] : instr.attrs[op.attr_index(t.name)];
     };
-    const int64_t span = (term(w.kernel) - 1) * term(w.dilation) + 1, st = term(w.stride);
+    const int kd = w.kernel.name.empty() ? -1 : op.dim_index(w.kernel.name);
+    const int64_t taps = kd >= 0 ? len[kd] : term(w.kernel);  // the piece's taps
+    const int64_t span = (taps - 1) * term(w.dilation) + 1, st = term(w.stride);
     const int64_t l = len[op.dim_index(w.of)];
     if (l == 0) continue;
     const int64_t in_len = std::min(ext[d], (l - 1) * st + span);
@@ -218,12 +221,23 @@ std::vector<int64_t> choose_tiling(const OpDef& op, const OpTable& ops, const In
   const uint64_t limit = budget_limit(budget);
   auto cost = [&](const std::vector<int64_t>& t) { return tiling_cost(op, ops, instr, t, budget); };
   uint64_t fp = cost(tile);
+  bool integer = false;
+  for (const TensorRef& t : instr.operands) integer = integer || is_integer(t.dtype);
+  auto can_halve = [&](size_t d) {
+    return tile[d] > 1 && splittable(op.dims[d]) && reduce_order_kept(op, tile, d) &&
+           (!op.is_taps(d) || op.splits_for(d, integer, instr.attrs));
+  };
   while (fp > limit) {
+    // A kernel's taps split only once nothing else can (every other tile is 1), so that a
+    // kernel that fits keeps the decomposition it had.
+    bool others = false;
+    for (size_t d = 0; d < nd; ++d) others = others || (!op.is_taps(d) && can_halve(d));
+    auto candidate = [&](size_t d) { return can_halve(d) && op.is_taps(d) != others; };
     // The halving that saves the most bytes; ties go to parallel dims, then to dim order.
     int best = -1;
     uint64_t best_fp = fp;
     for (size_t d = 0; d < nd; ++d) {
-      if (tile[d] <= 1 || !splittable(op.dims[d]) || !reduce_order_kept(op, tile, d)) continue;
+      if (!candidate(d)) continue;
       std::vector<int64_t> t = tile;
       t[d] = ceil_div(t[d], 2);
       uint64_t f = cost(t);
@@ -239,9 +253,7 @@ std::vector<int64_t> choose_tiling(const OpDef& op, const OpTable& ops, const In
     if (best < 0) {
       // No halving saves bytes yet (tiles round up to kTileAlign): halve the longest tile anyway.
       for (size_t d = 0; d < nd; ++d)
-        if (tile[d] > 1 && splittable(op.dims[d]) && reduce_order_kept(op, tile, d) &&
-            (best < 0 || tile[d] > tile[best]))
-          best = static_cast<int>(d);
+        if (candidate(d) && (best < 0 || tile[d] > tile[best])) best = static_cast<int>(d);
       if (best >= 0) {
         std::vector<int64_t> t = tile;
         t[best] = ceil_div(t[best], 2);
@@ -255,11 +267,17 @@ std::vector<int64_t> choose_tiling(const OpDef& op, const OpTable& ops, const In
       size_t big = 0;
       for (size_t o = 1; o < smallest.operands.size(); ++o)
         if (smallest.operands[o].stored_bytes() > smallest.operands[big].stored_bytes()) big = o;
+      std::string why;
+      for (size_t d = 0; d < nd && why.empty(); ++d)
+        if (op.is_taps(d) && tile[d] > 1 && !op.splits_for(d, integer, instr.attrs))
+          why = fmt::format("; the taps of {} split on integer operands only with {} = {}",
+                            op.dims[d].name, op.dims[d].integer_attr,
+                            fmt::join(op.dims[d].integer_values, " or "));
       throw ConfigError(fmt::format(
           "{}: {}: the smallest piece needs {} bytes but {} holds {} (operand {} alone needs {} "
-          "bytes)",
+          "bytes){}",
           budget.where, op.name, fp, whole_memory ? "the local memory" : "a cyclic sub-block",
-          limit, op.operands[big].name, smallest.operands[big].stored_bytes()));
+          limit, op.operands[big].name, smallest.operands[big].stored_bytes(), why));
     }
     tile[best] = ceil_div(tile[best], 2);
     fp = best_fp;

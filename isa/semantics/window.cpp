@@ -13,7 +13,13 @@
 //         in f32, integers in i64) and divides by the kernel size (count_include_pad) or by the
 //         number of input elements the window covers: f32 rounds the one division, integers
 //         round half to even and saturate. A window that covers no input element (possible only
-//         with dilation, when every tap falls in the padding) gives 0.
+//         with dilation, when every tap falls in the padding) gives 0. A piece of the kernel's
+//         taps (kernel_h its taps, tap_h0/tap_h1 the whole kernel's taps before and after them,
+//         in_h0/in_h1 the whole input's rows before and after its operand) starts from the old
+//         output with accumulate and, unless final, stores the running max (the dtype's lowest
+//         value while no element was seen) or the running sum (f32) instead of the result;
+//         the final piece divides by, and tests for 0, the whole window's count. So serial
+//         pieces in tap order give the whole op's result bit for bit (max: for NaN-free input).
 //  pool2d_argmax: the flattened whole-input index of the element pool's max picks (the first
 //         maximum in tap order, by the same comparison), index_base + n*index_stride_n +
 //         c*index_stride_c + h*index_stride_h + w*index_stride_w with (n, c, h, w) the element's
@@ -40,10 +46,25 @@ struct Axis {
   int64_t in = 1, out = 1;  // input (window dim) and output extents
   int64_t kernel = 1, stride = 1, dilation = 1, pad = 0;
   int64_t in_stride = 0, out_stride = 0, w_stride = 0;  // w_stride: the kernel axis of conv weights
+  // A pool piece of a kernel's taps: its whole window extends tap_before taps before its first
+  // and tap_after after its last; the whole input in_before elements before the operand's first
+  // and in_after after its last (all 0 for an instruction that is not such a piece).
+  int64_t tap_before = 0, tap_after = 0, in_before = 0, in_after = 0;
 
   // The input index that kernel tap k of output o reads; it may lie in the padding.
   int64_t at(int64_t o, int64_t k) const { return o * stride - pad + k * dilation; }
   bool inside(int64_t i) const { return i >= 0 && i < in; }
+  // The taps of output o's whole window: all of them (count_include_pad), or those that read an
+  // element of the whole input.
+  int64_t whole_taps(int64_t o, bool include_pad) const {
+    if (include_pad) return tap_before + kernel + tap_after;
+    int64_t n = 0;
+    for (int64_t k = -tap_before; k < kernel + tap_after; ++k) {
+      const int64_t i = at(o, k);
+      n += i >= -in_before && i < in + in_after ? 1 : 0;
+    }
+    return n;
+  }
 };
 
 using Axes = std::array<Axis, kAxes>;
@@ -69,7 +90,13 @@ Axes window_axes(const OpDef& op, const Instruction& in) {
     a.in_stride = in.operands.front().strides[xa];
     a.out = in.operands.back().shape[oa];
     a.out_stride = in.operands.back().strides[oa];
-    if (!w.kernel.name.empty() && op.dim_index(w.kernel.name) >= 0) {
+    const int kd = w.kernel.name.empty() ? -1 : op.dim_index(w.kernel.name);
+    if (kd >= 0 && !op.dims[kd].extent_attr.empty()) {
+      const DimDef& k = op.dims[kd];
+      a.kernel = attr(op, in, k.extent_attr);
+      if (!k.offset_attr.empty()) a.tap_before = attr(op, in, k.offset_attr);
+      if (!k.after_attr.empty()) a.tap_after = attr(op, in, k.after_attr);
+    } else if (kd >= 0) {
       const int ka = axis_of(op.operands[1], w.kernel.name);
       a.kernel = in.operands[1].shape[ka];
       a.w_stride = in.operands[1].strides[ka];
@@ -82,6 +109,12 @@ Axes window_axes(const OpDef& op, const Instruction& in) {
     a.stride = term(w.stride);
     a.dilation = term(w.dilation);
     a.pad = attr(op, in, w.pad_begin);
+    // The input's frame: a window dim with an `after` attribute has its `offset` as the input
+    // elements before (pool2d_argmax's offset is its flattened index instead, and has no after).
+    if (!d.after_attr.empty()) {
+      a.in_before = attr(op, in, d.offset_attr);
+      a.in_after = attr(op, in, d.after_attr);
+    }
     found.push_back(a);
   }
   FRACSIM_ASSERT(!found.empty() && found.size() <= kAxes, "{}: {} window dims", op.name,
@@ -169,31 +202,44 @@ struct Pool {
     const TensorRef &x = in.operands[0], &out = in.operands[1];
     const bool is_max = op.enum_value("fn", in.attrs) == "max";
     const bool include_pad = attr(op, in, "count_include_pad") != 0;
+    // A piece of the kernel's taps continues the windows of the pieces before it (accumulate:
+    // max with, or add to, the output's old value) and only the last (final) completes them.
+    const bool accumulate = attr(op, in, "accumulate") != 0;
+    const bool final = attr(op, in, "final") != 0;
     const Axes ax = window_axes(op, in);
-    // With count_include_pad every window divides by the whole kernel: windows never reach past
-    // the pads (bind_dims), and a piece's windows are the whole op's, so a piece divides alike.
-    const int64_t kernel_size = ax[0].kernel * ax[1].kernel * ax[2].kernel;
     using Sum = std::conditional_t<std::is_floating_point_v<T>, float, int64_t>;
     for (int64_t n = 0; n < x.shape[0]; ++n)
       for (int64_t c = 0; c < x.shape[1]; ++c) {
         const int64_t xb = n * x.strides[0] + c * x.strides[1];
         const int64_t ob = n * out.strides[0] + c * out.strides[1];
         for_each_output(ax, ob, [&](int64_t o0, int64_t o1, int64_t o2, int64_t o) {
-          int64_t count = 0;
-          T best{};
-          Sum sum{};
+          bool seen = accumulate;  // the old output counts as the window's elements so far
+          T best = accumulate ? load<T>(mem, out, o) : T{};
+          Sum sum = accumulate ? static_cast<Sum>(load<T>(mem, out, o)) : Sum{};
           for_each_tap(ax, o0, o1, o2, [&](int64_t xo, int64_t) {
             const T v = load<T>(mem, x, xb + xo);
-            if (count == 0 || v > best) best = v;
+            if (!seen || v > best) best = v;
             sum = static_cast<Sum>(sum + v);
-            ++count;
+            seen = true;
           });
           T r{};
-          if (count > 0 && is_max) {
-            r = best;
-          } else if (count > 0) {
-            const int64_t divisor = include_pad ? kernel_size : count;
-            if constexpr (std::is_floating_point_v<T>)
+          if (!final) {
+            // A partial result: the running max (the lowest value before any element) or sum.
+            if (is_max)
+              r = seen ? best : std::numeric_limits<T>::lowest();
+            else if constexpr (std::is_floating_point_v<T>)
+              r = sum;
+            else
+              r = saturate<T>(sum);  // integer avg taps never split: only if asked for
+          } else if (ax[0].whole_taps(o0, false) * ax[1].whole_taps(o1, false) *
+                         ax[2].whole_taps(o2, false) >
+                     0) {
+            const int64_t divisor = ax[0].whole_taps(o0, include_pad) *
+                                    ax[1].whole_taps(o1, include_pad) *
+                                    ax[2].whole_taps(o2, include_pad);
+            if (is_max)
+              r = best;
+            else if constexpr (std::is_floating_point_v<T>)
               r = sum / static_cast<float>(divisor);
             else
               r = saturate<T>(div_round_half_even(sum, divisor));

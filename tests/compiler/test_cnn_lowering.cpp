@@ -114,7 +114,10 @@ TEST_CASE("batchnorm, pooling, softmax, layernorm and activations: operand views
   // pool2d attrs: fn, kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w, pad_h0,
   // pad_h1, pad_w0, pad_w1, count_include_pad.
   auto pool = [](int64_t fn, int64_t k, int64_t s, int64_t pad, int64_t include) {
-    return std::vector<int64_t>{fn, k, k, s, s, 1, 1, pad, pad, pad, pad, include};
+    std::vector<int64_t> a{fn, k, k, s, s, 1, 1, pad, pad, pad, pad, include};
+    // Then accumulate 0, final 1 and the kernel's and input's frame in the whole (all 0).
+    a.insert(a.end(), {0, 1, 0, 0, 0, 0, 0, 0, 0, 0});
+    return a;
   };
   auto act = [](int64_t fn) { return std::vector<int64_t>{fn, real_to_attr(0.01), 0}; };
   const Shape m6{1, 1, 1, 1, 6, 3}, s6{0, 0, 0, 0, 3, 1};

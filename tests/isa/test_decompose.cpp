@@ -104,7 +104,8 @@ void random_element(std::mt19937_64& rng, const TensorRef& t, uint8_t* base, int
   }
 }
 
-Case random_case(const OpDef& op, std::mt19937_64& rng, size_t row_index) {
+// With `taps`, a case for splitting a kernel's taps: a long kernel and few outputs.
+Case random_case(const OpDef& op, std::mt19937_64& rng, size_t row_index, bool taps = false) {
   auto pick = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
   };
@@ -135,12 +136,21 @@ Case random_case(const OpDef& op, std::mt19937_64& rng, size_t row_index) {
   // thousand elements and the decomposer has something to split.
   std::map<std::string, int64_t> ext;
   std::vector<std::string> splittable;
+  const int64_t windows = std::count_if(op.dims.begin(), op.dims.end(),
+                                        [](const DimDef& d) { return d.kind == DimKind::window; });
   bool has_reduce = false;
   for (const DimDef& d : op.dims) {
     if (d.kind == DimKind::window) continue;
-    ext[d.name] = d.kind == DimKind::whole ? pick(1, 3) : pick(1, 4);
-    if (d.kind == DimKind::parallel || d.kind == DimKind::reduce) splittable.push_back(d.name);
-    has_reduce = has_reduce || d.kind == DimKind::reduce;
+    const bool kernel = op.is_taps(static_cast<size_t>(&d - op.dims.data()));
+    ext[d.name] = d.kind == DimKind::whole || kernel ? pick(1, 3) : pick(1, taps ? 2 : 4);
+    // A taps case: a kernel long enough that its window outgrows a tile's alignment (64
+    // bytes), so that splitting its taps saves room (its cube stays small at three axes).
+    if (kernel && taps) ext[d.name] = pick(2, windows == 1 ? 64 : windows == 2 ? 10 : 5);
+    // Not a kernel's taps: a long kernel makes a window op's input the cube of it.
+    if ((d.kind == DimKind::parallel || d.kind == DimKind::reduce) && !kernel && !taps)
+      splittable.push_back(d.name);
+    has_reduce = has_reduce || (d.kind == DimKind::reduce &&
+                                !op.is_taps(static_cast<size_t>(&d - op.dims.data())));
   }
   for (int big = 0; big < 2 && !splittable.empty(); ++big) {
     const std::string& d = splittable[pick(0, static_cast<int64_t>(splittable.size()) - 1)];
@@ -160,13 +170,17 @@ Case random_case(const OpDef& op, std::mt19937_64& rng, size_t row_index) {
     };
     const int64_t K = set_term(w.kernel, 1, 3), st = set_term(w.stride, 1, 3),
                   dil = set_term(w.dilation, 1, 2), span = (K - 1) * dil + 1;
-    int64_t pb = pick(0, span - 1), pe = pick(0, span - 1);
+    // (taps cases: narrow pads, so that the input is about as long as a window)
+    const int64_t most_pad = taps ? std::min<int64_t>(span - 1, 2) : span - 1;
+    int64_t pb = pick(0, most_pad), pe = pick(0, most_pad);
     int64_t W = (ext[w.of] - 1) * st + span - pb - pe + pick(0, st - 1);
     while (W < 1) {  // pads larger than the input: shrink them
       pb = pb > 0 ? pb - 1 : 0;
       pe = pe > 0 ? pe - 1 : 0;
       W = (ext[w.of] - 1) * st + span - pb - pe;
     }
+    if (op.dim_index(w.kernel.name) >= 0 && !op.dim(w.kernel.name).extent_attr.empty())
+      attrs[op.attr_index(op.dim(w.kernel.name).extent_attr)] = K;
     attrs[op.attr_index(w.pad_begin)] = pb;
     attrs[op.attr_index(w.pad_end)] = pe;
     ext[d.name] = W;
@@ -207,16 +221,29 @@ Case random_case(const OpDef& op, std::mt19937_64& rng, size_t row_index) {
   return c;
 }
 
-// The smallest piece's footprint: every splittable dim at extent 1.
-uint64_t smallest_footprint(const OpDef& op, const Instruction& in, int fanout) {
+bool integer_operands(const Instruction& in) {
+  return std::any_of(in.operands.begin(), in.operands.end(),
+                     [](const TensorRef& t) { return is_integer(t.dtype); });
+}
+
+// The smallest piece's footprint: every splittable dim at extent 1 (a kernel's taps too where
+// they split; with `taps_whole`, the taps whole and the other dims at 1).
+uint64_t smallest_footprint(const OpDef& op, const Instruction& in, int fanout,
+                            bool taps_whole = false) {
   std::vector<int64_t> tile = dim_extents(op, in);
-  for (size_t d = 0; d < tile.size(); ++d)
+  for (size_t d = 0; d < tile.size(); ++d) {
+    if (op.is_taps(d) && (taps_whole || !op.splits_for(d, integer_operands(in), in.attrs)))
+      continue;
     if (op.dims[d].kind == DimKind::parallel || op.dims[d].kind == DimKind::reduce)
       tile[d] = std::min<int64_t>(tile[d], 1);
+  }
   return tiling_footprint(op, ops(), in, tile, fanout);
 }
 
-std::vector<NodeBudget> random_levels(std::mt19937_64& rng, const OpDef& op, const Case& c) {
+// With `taps`, the first level has too little room for one output's whole window, so that the
+// kernel's taps must split where they can.
+std::vector<NodeBudget> random_levels(std::mt19937_64& rng, const OpDef& op, const Case& c,
+                                      bool taps = false) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   std::vector<NodeBudget> levels;
   const int depth = pick(1, 3);
@@ -230,6 +257,11 @@ std::vector<NodeBudget> random_levels(std::mt19937_64& rng, const OpDef& op, con
     b.bytes = std::max<uint64_t>(cap, floor);
     b.where = fmt::format("level {}", l);
     levels.push_back(b);
+  }
+  if (taps) {
+    const int f = levels[0].fanout;
+    levels[0].bytes = std::max<uint64_t>(smallest_footprint(op, c.instr, f),
+                                         smallest_footprint(op, c.instr, f, true) - 1);
   }
   return levels;
 }
@@ -311,13 +343,14 @@ CostModel search_model(const std::vector<NodeBudget>& levels) {
   return CostModel(Policy::search, lc);
 }
 
-void property(const OpDef& op, size_t row, uint64_t seed) {
+// With `taps`, a quarter of the cases, each sized so that a kernel's taps must split.
+void property(const OpDef& op, size_t row, uint64_t seed, bool taps = false) {
   std::mt19937_64 rng(seed);
-  int split_serially = 0, split_across_children = 0, reduced = 0, searched = 0;
-  const int cases = property_cases();
+  int split_serially = 0, split_across_children = 0, reduced = 0, searched = 0, taps_split = 0;
+  const int cases = taps ? std::max(1, property_cases() / 4) : property_cases();
   for (int i = 0; i < cases; ++i) {
-    Case c = random_case(op, rng, row);
-    std::vector<NodeBudget> levels = random_levels(rng, op, c);
+    Case c = random_case(op, rng, row, taps);
+    std::vector<NodeBudget> levels = random_levels(rng, op, c, taps);
     // Every third case is decomposed by the search policy instead of halving.
     const bool search = i % 3 == 2;
     const CostModel model = search_model(levels);
@@ -338,7 +371,17 @@ void property(const OpDef& op, size_t row, uint64_t seed) {
     for (size_t o = 0; o < op.operands.size(); ++o)
       if (op.operands[o].role == OperandRole::out)
         check_equal(op, c, got, want, st.reductions > 0 || op.reassociates, c.instr.operands[o]);
-    if (search) continue;  // the counts below are of the halving cases
+    if (taps) {
+      // Whether the first level splits a kernel's taps (they split only when nothing else can).
+      const std::vector<int64_t> tile = choose_tiling(op, ops(), c.instr, levels[0]);
+      const std::vector<int64_t> ext = dim_extents(op, c.instr);
+      for (size_t d = 0; d < ext.size(); ++d)
+        if (op.is_taps(d) && tile[d] < ext[d]) {
+          ++taps_split;
+          break;
+        }
+    }
+    if (search || taps) continue;  // the counts below are of the halving cases
     split_serially += st.pieces > static_cast<int64_t>(levels.size());
     split_across_children += st.leaf_runs > 1;
     reduced += st.reductions > 0;
@@ -349,13 +392,20 @@ void property(const OpDef& op, size_t row, uint64_t seed) {
       CHECK(std::memcmp(got.data() + lo, c.memory.data() + lo, hi - lo) == 0);
     }
   }
+  if (taps) {
+    // Integer average pools do not split their taps; the max cases of the row do.
+    CHECK_MESSAGE(taps_split > 0, op.name, ": no case split the kernel's taps");
+    return;
+  }
   // The random budgets and fan-outs really exercise the decomposer.
   const int halved = cases - searched;
   CHECK(searched > 0);
   CHECK(split_serially > halved / 2);
   CHECK(split_across_children > halved / 2);
+  // Reduce dims other than a kernel's taps split across children too (taps split serially).
   bool has_reduce = false;
-  for (const DimDef& d : op.dims) has_reduce = has_reduce || d.kind == DimKind::reduce;
+  for (size_t d = 0; d < op.dims.size(); ++d)
+    has_reduce = has_reduce || (op.dims[d].kind == DimKind::reduce && !op.is_taps(d));
   if (has_reduce) CHECK(reduced > halved / 10);
 }
 
@@ -370,6 +420,21 @@ TEST_CASE("decomposition equals the whole op, for every op and dtype row") {
       SUBCASE(name.c_str()) { property(op, row, seed); }
       ++seed;
     }
+}
+
+TEST_CASE("decomposition equals the whole op when a kernel's taps split, every window op") {
+  uint64_t seed = 1000;
+  for (const OpDef& op : ops().ops()) {
+    bool kernel = false;
+    for (size_t d = 0; d < op.dims.size(); ++d) kernel = kernel || op.is_taps(d);
+    if (!kernel) continue;
+    for (size_t row = 0; row < op.dtypes.size(); ++row) {
+      std::string name = op.name;
+      for (DType t : op.dtypes[row]) name += std::string(" ") + std::string(dtype_name(t));
+      SUBCASE(name.c_str()) { property(op, row, seed, true); }
+      ++seed;
+    }
+  }
 }
 
 TEST_CASE("every serial piece fits its sub-block") {

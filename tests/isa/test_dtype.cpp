@@ -229,12 +229,16 @@ TEST_CASE("a dtype row with `only:` holds for its fn values alone, messages say 
                                        rank6(128, DType::bf16, {2})};
   CHECK(bind_error(instruction("eltwise", bf16, {kMax})) ==
         "t: eltwise: dtype combination (bf16,bf16,bf16) is not accepted");
-  // pool2d takes u8 for max only (attributes: fn, kernels, strides, dilations, pads, cip).
+  // pool2d takes u8 for max only (attributes: fn, kernels, strides, dilations, pads, cip,
+  // accumulate, final, the taps' and the input's frame).
+  const std::vector<int64_t> max_attrs = {0, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0,
+                                          0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+  std::vector<int64_t> avg_attrs = max_attrs;
+  avg_attrs[0] = 1;
   const std::vector<TensorRef> pool = {make_tensor(0, DType::u8, {1, 1, 2, 2}),
                                        make_tensor(64, DType::u8, {1, 1, 1, 1})};
-  CHECK(bind_error(instruction("pool2d", pool, {0, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0, 0})) ==
-        "no error");
-  CHECK(bind_error(instruction("pool2d", pool, {1, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0, 0})) ==
+  CHECK(bind_error(instruction("pool2d", pool, max_attrs)) == "no error");
+  CHECK(bind_error(instruction("pool2d", pool, avg_attrs)) ==
         "t: pool2d: dtype combination (u8,u8) is accepted only with fn = max");
 }
 
@@ -269,7 +273,7 @@ TEST_CASE("pool2d max of u8 compares unsigned") {
   put<uint8_t>(mem, 0, {200, 100, 127, 128, 0, 255, 1, 2, 3});  // [1,1,3,3]
   const Instruction in = instruction(
       "pool2d", {make_tensor(0, DType::u8, {1, 1, 3, 3}), make_tensor(64, DType::u8, {1, 1, 2, 2})},
-      {0, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0, 0});
+      {0, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0});
   bind_dims(ops().get("pool2d"), in, "test");
   execute_reference(ops().get("pool2d"), in, MemoryView{mem.data(), mem.size()});
   CHECK(get<uint8_t>(mem, 64, 4) == std::vector<uint8_t>{200, 255, 128, 255});

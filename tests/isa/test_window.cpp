@@ -10,7 +10,10 @@
 #include <map>
 #include <numeric>
 
+#include "isa/decompose/execute.h"
 #include "isa/decompose/piece.h"
+#include "isa/decompose/sequential.h"
+#include "isa/error.h"
 #include "isa/reference.h"
 #include "tests/common/instruction_helpers.h"
 #include "tests/common/memory_helpers.h"
@@ -55,27 +58,35 @@ int64_t attr_of(const Instruction& in, const std::string& name) {
   return in.attrs[ops().get(in.opcode).attr_index(name)];
 }
 
-// Runs `in` whole, then as pieces cut along output dim `dim` at `cuts` (each piece sliced with
-// its halo and pads), and checks that both write the same output bytes. Returns the pieces.
+// Runs `in` whole, then as pieces cut along dim `dim` at `cuts` (each piece sliced with its halo
+// and pads; along a kernel's taps, in tap order), within each cut every index of dim `inner`
+// alone when one is named, and checks that both write the same output bytes. Returns the
+// pieces.
 std::vector<Instruction> check_pieces(const Instruction& in, std::vector<uint8_t> mem,
-                                      const std::string& dim, const std::vector<int64_t>& cuts) {
+                                      const std::string& dim, const std::vector<int64_t>& cuts,
+                                      const std::string& inner = "") {
   const OpDef& op = ops().get(in.opcode);
   std::vector<uint8_t> whole = mem, pieces = mem;
   run_reference(in, whole);
   const std::vector<int64_t> ext = dim_extents(op, in);
-  const int d = op.dim_index(dim);
+  const int d = op.dim_index(dim), e = inner.empty() ? -1 : op.dim_index(inner);
   std::vector<int64_t> bounds = cuts;
   bounds.insert(bounds.begin(), 0);
   bounds.push_back(ext[d]);
   std::vector<Instruction> out;
-  for (size_t p = 0; p + 1 < bounds.size(); ++p) {
-    PieceRange r{std::vector<int64_t>(ext.size(), 0), ext};
-    r.begin[d] = bounds[p];
-    r.len[d] = bounds[p + 1] - bounds[p];
-    out.push_back(slice_instruction(op, in, r));
-    bind_dims(op, out.back(), "piece");  // a piece is a valid instruction of its own
-    run_reference(out.back(), pieces);
-  }
+  for (size_t p = 0; p + 1 < bounds.size(); ++p)
+    for (int64_t k = 0; k < (e < 0 ? 1 : ext[e]); ++k) {
+      PieceRange r{std::vector<int64_t>(ext.size(), 0), ext};
+      r.begin[d] = bounds[p];
+      r.len[d] = bounds[p + 1] - bounds[p];
+      if (e >= 0) {
+        r.begin[e] = k;
+        r.len[e] = 1;
+      }
+      out.push_back(slice_instruction(op, in, r));
+      bind_dims(op, out.back(), "piece");  // a piece is a valid instruction of its own
+      run_reference(out.back(), pieces);
+    }
   auto [lo, hi] = in.operands.back().byte_span();
   CHECK(std::memcmp(whole.data() + lo, pieces.data() + lo, hi - lo) == 0);
   return out;
@@ -429,4 +440,185 @@ TEST_CASE("lrn on integers: fixed point with frac_bits, rounded half to even") {
   in.attrs[op.attr_index("frac_bits")] = 8;
   execute_reference(op, in, MemoryView{mem.data(), mem.size()});
   CHECK(get<int16_t>(mem, 64, 3) == std::vector<int16_t>{96, 192, 0});
+}
+
+TEST_CASE("pool2d pieces of the kernel's taps give the whole op bit for bit") {
+  // in [1,1,5,6] f32 = -0.3, -0.6, ... (all negative, so that a piece whose taps see only
+  // padding must not give 0), kernel 3x4, dilation 2 rows, pads (2,2) rows and (1,2) columns:
+  // Ho = (5+4-5)/1+1 = 5, Wo = (6+3-4)/1+1 = 6.
+  std::vector<uint8_t> mem(1024, 0);
+  std::vector<float> in(30);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = -0.3f * static_cast<float>((i * 7) % 11 + 1);
+  put(mem, 0, in);
+  for (const char* fn : {"max", "avg"})
+    for (int64_t include_pad : {0, 1}) {
+      CAPTURE(fn);
+      CAPTURE(include_pad);
+      Instruction whole = make(
+          "pool2d",
+          {make_tensor(0, DType::f32, {1, 1, 5, 6}), make_tensor(512, DType::f32, {1, 1, 5, 6})},
+          {{"fn", fn_index("pool2d", fn)},
+           {"kernel_h", 3},
+           {"kernel_w", 4},
+           {"dilation_h", 2},
+           {"pad_h0", 2},
+           {"pad_h1", 2},
+           {"pad_w0", 1},
+           {"pad_w1", 2},
+           {"count_include_pad", include_pad}});
+      // Taps rows [0,1), [1,2), [2,3).
+      std::vector<Instruction> p = check_pieces(whole, mem, "Kh", {1, 2});
+      // The middle piece: one tap row, one before and one after it; it continues the windows
+      // and does not complete them. Output row 0, tap 1 reads row 0*1 - 2 + 1*2 = 0: no pad
+      // before; the last output row 4 reads row 4, no pad after. Its input is the whole.
+      CHECK(attr_of(p[1], "kernel_h") == 1);
+      CHECK(attr_of(p[1], "tap_h0") == 1);
+      CHECK(attr_of(p[1], "tap_h1") == 1);
+      CHECK(attr_of(p[1], "accumulate") == 1);
+      CHECK(attr_of(p[1], "final") == 0);
+      CHECK(attr_of(p[1], "pad_h0") == 0);
+      CHECK(attr_of(p[1], "pad_h1") == 0);
+      CHECK(p[1].operands[0].shape[2] == 5);
+      // The first piece (tap row 0) reads rows -2..2: two pad rows, input rows 0..2, and the
+      // 2 rows after them are outside its operand (in_h1).
+      CHECK(attr_of(p[0], "accumulate") == 0);
+      CHECK(attr_of(p[0], "pad_h0") == 2);
+      CHECK(p[0].operands[0].shape[2] == 3);
+      CHECK(attr_of(p[0], "in_h1") == 2);
+      CHECK(attr_of(p[2], "final") == 1);
+      CHECK(attr_of(p[2], "in_h0") == 2);
+      // Each tap row alone, and within it each tap column: 12 pieces.
+      CHECK(check_pieces(whole, mem, "Kh", {1, 2}, "Kw").size() == 12);
+    }
+}
+
+TEST_CASE("pool2d taps: a piece whose taps all fall in the padding has an empty input") {
+  // in [1,1,1,4], kernel 3 rows, pads 2 and 2: Ho = (1+4-3)+1 = 3. Output row 0's tap 0 reads
+  // row -2 and output row 2's tap 2 reads row 2: cut at tap 1, the first piece's rows are
+  // -2..0 (one input row) and the last piece's 0..2; cut per tap, the piece of tap 0 over
+  // output rows 0..0 reads only padding.
+  std::vector<uint8_t> mem(256, 0);
+  put(mem, 0, std::vector<float>{-1.5f, -2.5f, -0.5f, -3.0f});
+  for (const char* fn : {"max", "avg"}) {
+    CAPTURE(fn);
+    Instruction whole =
+        make("pool2d",
+             {make_tensor(0, DType::f32, {1, 1, 1, 4}), make_tensor(128, DType::f32, {1, 1, 3, 4})},
+             {{"fn", fn_index("pool2d", fn)}, {"kernel_h", 3}, {"pad_h0", 2}, {"pad_h1", 2}});
+    const OpDef& op = ops().get("pool2d");
+    const std::vector<int64_t> ext = dim_extents(op, whole);
+    std::vector<uint8_t> want = mem, got = mem;
+    run_reference(whole, want);
+    // Taps one by one over output row 0 (taps 0 and 1 read rows -2 and -1: padding only).
+    for (int64_t k = 0; k < 3; ++k) {
+      PieceRange r{std::vector<int64_t>(ext.size(), 0), ext};
+      r.len[op.dim_index("Ho")] = 1;
+      r.begin[op.dim_index("Kh")] = k;
+      r.len[op.dim_index("Kh")] = 1;
+      const Instruction piece = slice_instruction(op, whole, r);
+      bind_dims(op, piece, "piece");
+      CHECK(piece.operands[0].shape[2] == (k == 2 ? 1 : 0));
+      run_reference(piece, got);
+    }
+    CHECK(get<float>(got, 128, 4) == get<float>(want, 128, 4));
+    // Every window of output row 0 covers input row 0 alone: max and mean are that row.
+    CHECK(get<float>(want, 128, 4) == std::vector<float>{-1.5f, -2.5f, -0.5f, -3.0f});
+  }
+}
+
+TEST_CASE("conv2d pieces of the kernel's taps accumulate in the reference order, bit for bit") {
+  // in [1,1,Ci=2,5,5], w [1,Co=2,2,3,3], pads 2, dilation 1: Ho = Wo = 7, values with many
+  // significant bits so that another order of the sums would round differently.
+  std::vector<uint8_t> mem(2048, 0);
+  std::vector<float> x(50), w(36);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * static_cast<float>((i * 13) % 17) - 0.77f;
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.37f * static_cast<float>((i * 5) % 7) - 1.01f;
+  put(mem, 0, x);
+  put(mem, 256, w);
+  Instruction whole = make(
+      "conv2d",
+      {make_tensor(0, DType::f32, {1, 1, 2, 5, 5}), make_tensor(256, DType::f32, {1, 2, 2, 3, 3}),
+       make_tensor(512, DType::f32, {1, 1, 2, 7, 7})},
+      {{"pad_h0", 2}, {"pad_h1", 2}, {"pad_w0", 2}, {"pad_w1", 2}});
+  // Ci outermost, then the tap rows, then the tap columns: the order the sum runs in.
+  std::vector<uint8_t> want = mem, got = mem;
+  run_reference(whole, want);
+  const OpDef& op = ops().get("conv2d");
+  const std::vector<int64_t> ext = dim_extents(op, whole);
+  int pieces = 0;
+  for (int64_t ci = 0; ci < 2; ++ci)
+    for (int64_t kh = 0; kh < 3; ++kh)
+      for (int64_t kw = 0; kw < 3; kw += 2) {  // column taps [0,2) and [2,3)
+        PieceRange r{std::vector<int64_t>(ext.size(), 0), ext};
+        for (auto [dim, b, l] : {std::tuple<const char*, int64_t, int64_t>{"Ci", ci, 1},
+                                 {"Kh", kh, 1},
+                                 {"Kw", kw, kw == 0 ? 2 : 1}}) {
+          r.begin[op.dim_index(dim)] = b;
+          r.len[op.dim_index(dim)] = l;
+        }
+        const Instruction piece = slice_instruction(op, whole, r);
+        bind_dims(op, piece, "piece");
+        CHECK(attr_of(piece, "accumulate") == (pieces > 0 ? 1 : 0));
+        run_reference(piece, got);
+        ++pieces;
+      }
+  auto [lo, hi] = whole.operands[2].byte_span();
+  CHECK(std::memcmp(want.data() + lo, got.data() + lo, hi - lo) == 0);
+}
+
+TEST_CASE("the decomposer splits a pool's taps only when nothing else fits") {
+  // pool2d max, in [1,1,8,8] f32 (256 bytes), kernel 8x8: one output. Whole, the piece needs
+  // 256 + 64 (the output's aligned tile) = 320 bytes; in a sub-block of 192 no other dim can
+  // split, so Kh halves to 4: 4 rows of 32 bytes (128) + 64 = 192, two pieces.
+  std::vector<uint8_t> mem(512, 0);
+  std::vector<float> x(64);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = -0.25f * static_cast<float>((i * 29) % 31);
+  put(mem, 0, x);
+  const OpDef& op = ops().get("pool2d");
+  for (const char* fn : {"max", "avg"}) {
+    CAPTURE(fn);
+    const Instruction whole =
+        make("pool2d",
+             {make_tensor(0, DType::f32, {1, 1, 8, 8}), make_tensor(256, DType::f32, {1, 1, 1, 1})},
+             {{"fn", fn_index("pool2d", fn)}, {"kernel_h", 8}, {"kernel_w", 8}});
+    const NodeBudget budget{192, 1, "core"};
+    const SequentialPlan plan = plan_sequential(op, ops(), whole, budget);
+    REQUIRE(plan.pieces.size() == 2);
+    CHECK(plan.tile[op.dim_index("Kh")] == 4);
+    CHECK(plan.tile[op.dim_index("Kw")] == 8);
+    CHECK(attr_of(plan.pieces[0], "final") == 0);
+    CHECK(attr_of(plan.pieces[1], "accumulate") == 1);
+    CHECK(attr_of(plan.pieces[1], "tap_h0") == 4);
+    std::vector<uint8_t> want = mem, got = mem;
+    run_reference(whole, want);
+    execute_decomposed(op, ops(), whole, MemoryView{got.data(), got.size()}, {budget});
+    CHECK(get<float>(got, 256, 1) == get<float>(want, 256, 1));
+  }
+  // Two outputs (Ho = 2, a 9x8 input): Ho splits first and the kernel stays whole (each
+  // piece: 8 rows, 256 + 64 = 320 bytes, fits 320).
+  const Instruction two =
+      make("pool2d",
+           {make_tensor(0, DType::f32, {1, 1, 9, 8}), make_tensor(320, DType::f32, {1, 1, 2, 1})},
+           {{"kernel_h", 8}, {"kernel_w", 8}});
+  const SequentialPlan plan = plan_sequential(op, ops(), two, NodeBudget{320, 1, "core"});
+  CHECK(plan.pieces.size() == 2);
+  CHECK(plan.tile[op.dim_index("Ho")] == 1);
+  CHECK(plan.tile[op.dim_index("Kh")] == 8);
+}
+
+TEST_CASE("an integer average pool's taps do not split: the error says why") {
+  const Instruction in =
+      make("pool2d",
+           {make_tensor(0, DType::i32, {1, 1, 8, 8}), make_tensor(256, DType::i32, {1, 1, 1, 1})},
+           {{"fn", fn_index("pool2d", "avg")}, {"kernel_h", 8}, {"kernel_w", 8}});
+  std::string what;
+  try {
+    sequential(ops().get("pool2d"), ops(), in, NodeBudget{192, 1, "core"});
+  } catch (const fracsim::ConfigError& e) {
+    what = e.what();
+  }
+  CHECK(what ==
+        "core: pool2d: the smallest piece needs 320 bytes but a cyclic sub-block holds 192 "
+        "(operand in alone needs 256 bytes); the taps of Kh split on integer operands only with "
+        "fn = max");
 }
