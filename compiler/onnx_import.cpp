@@ -198,6 +198,27 @@ Workload OnnxImporter::run() {
   // cannot see the values given to inputs, so it leaves some shapes open).
   // A model it rejects is an error too, reported after the import's own checks (which name
   // the node and attribute at fault, when there is one).
+  // A tensor declared twice (a graph input, output or value_info) with two fixed shapes is the
+  // model's contradiction; ONNX's inference would take one of them and disagree with the nodes.
+  {
+    std::map<std::string, std::pair<isa::Shape, const char*>> declared;
+    auto declare = [&](const onnx::ValueInfoProto& v, const char* as) {
+      if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
+      isa::Shape s;
+      for (const auto& d : v.type().tensor_type().shape().dim()) {
+        if (!d.has_dim_value()) return;
+        s.push_back(d.dim_value());
+      }
+      auto [it, fresh] = declared.try_emplace(v.name(), s, as);
+      if (!fresh && it->second.first != s)
+        throw ConfigError(fmt::format("{}: tensor '{}' is declared {} as {} and {} as {}", file_,
+                                      v.name(), isa::shape_str(it->second.first), it->second.second,
+                                      isa::shape_str(s), as));
+    };
+    for (const auto& v : g.input()) declare(v, "a graph input");
+    for (const auto& v : g.output()) declare(v, "a graph output");
+    for (const auto& v : g.value_info()) declare(v, "a value_info");
+  }
   inferred_model_ = model_;
   std::string rejected;
   try {
