@@ -150,6 +150,13 @@ int64_t NodeAttrs::get_int(const std::string& name, int64_t fallback) const {
   return a->i();
 }
 
+bool NodeAttrs::get_bool(const std::string& name, bool fallback) const {
+  const int64_t v = get_int(name, fallback ? 1 : 0);
+  if (v != 0 && v != 1)
+    throw im_.error(node_, fmt::format("attribute '{}' must be 0 or 1, got {}", name, v));
+  return v == 1;
+}
+
 double NodeAttrs::get_float(const std::string& name, double fallback) const {
   const onnx::AttributeProto* a = find(name);
   if (!a) return fallback;

@@ -54,7 +54,7 @@ void OnnxImporter::import_gemm(const Node& n) {
   const TensorDesc x = data(n, 0), y = data(n, 1);
   require_rank(n, x, 2, 2);
   require_rank(n, y, 2, 2);
-  const bool ta = a.get_int("transA", 0) != 0, tb = a.get_int("transB", 0) != 0;
+  const bool ta = a.get_bool("transA", false), tb = a.get_bool("transB", false);
   const int64_t m = x.shape[ta ? 1 : 0], k = x.shape[ta ? 0 : 1];
   const int64_t kb = y.shape[tb ? 1 : 0], nn = y.shape[tb ? 0 : 1];
   if (k != kb)
@@ -266,7 +266,7 @@ void OnnxImporter::import_reshape(const Node& n) {
   check_outputs(n, 1);
   const TensorDesc x = data(n, 0, kAllTypes, true);
   const std::vector<int64_t> spec = constant_ints(n, 1, "shape");
-  const bool allowzero = a.get_int("allowzero", 0) != 0;
+  const bool allowzero = a.get_bool("allowzero", false);
   Shape s;
   int unknown = -1;
   for (size_t i = 0; i < spec.size(); ++i) {
@@ -399,10 +399,10 @@ void OnnxImporter::import_reduce(const Node& n, const std::string& fn, const std
   }
   std::sort(axes.begin(), axes.end());
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
-  const bool keepdims = a.get_int("keepdims", 1) != 0;
+  const bool keepdims = a.get_bool("keepdims", true);
   if (axes.empty()) {
     // No axes: every axis, or (noop_with_empty_axes) the input itself.
-    if (a.get_int("noop_with_empty_axes", 0) != 0) {
+    if (a.get_bool("noop_with_empty_axes", false)) {
       add_layer(n, LayerKind::reshape, {x.name}, x.dtype, x.shape, layer);
       return;
     }
@@ -450,7 +450,7 @@ void OnnxImporter::import_topk(const Node& n) {
   Layer& l = add_layer(n, LayerKind::topk, {x.name}, x.dtype, out);
   l.axis = axis;
   l.k = k;
-  l.largest = a.get_int("largest", 1) != 0;
+  l.largest = a.get_bool("largest", true);
   const bool named = n.output_size() > 1 && !n.output(1).empty();
   // A full sort (K = the whole axis) whose indices nobody reads is the sort op: it splits
   // along the axis (sorted runs merged), where topk must see the whole axis for K outputs.

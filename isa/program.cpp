@@ -169,6 +169,20 @@ bool fits_64_bits(const TensorRef& t) {
          !__builtin_add_overflow(bytes, t.address, &bytes);
 }
 
+// Whether the reach in elements (sum of (extent - 1) * stride, strides not negative) fits
+// int64_t, in which TensorRef::byte_span and the decomposition compute it.
+bool reach_fits(const TensorRef& t) {
+  int64_t reach = 0;
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    if (t.shape[d] <= 0) return true;  // an empty tensor
+    int64_t r = 0;
+    if (__builtin_mul_overflow(t.shape[d] - 1, t.strides[d], &r) ||
+        __builtin_add_overflow(reach, r, &reach))
+      return false;
+  }
+  return true;
+}
+
 // Whether the element count (the product of the extents, broadcast ones included) fits int64_t.
 bool count_fits(const TensorRef& t) {
   int64_t n = 1;
@@ -248,6 +262,10 @@ void validate_program(const Program& p, const OpTable& ops, const std::string& s
       throw ConfigError(fmt::format(
           "{}: {}: extents {} and strides {} reach past 2^64 bytes", source, what,
           fmt::join(t.shape, ","), fmt::join(t.strides, ",")));
+    if (!reach_fits(t))
+      throw ConfigError(fmt::format("{}: {}: extents {} and strides {} reach past 2^63 elements",
+                                    source, what, fmt::join(t.shape, ","),
+                                    fmt::join(t.strides, ",")));
     if (!count_fits(t))
       throw ConfigError(fmt::format("{}: {}: extents {} hold more than 2^63 elements", source, what,
                                     fmt::join(t.shape, ",")));
