@@ -3,6 +3,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -228,8 +229,22 @@ Workload OnnxImporter::run() {
   }
   inferred_model_ = model_;
   std::string rejected;
+  // ONNX's shape inference trusts the graph to define each tensor once, before its use:
+  // libonnx 1.12 crashes on an EyeLike of an undefined tensor, and a tensor defined by two
+  // nodes gets the later one's shape. Such a model is not given to it, and the import below
+  // refuses the node at fault.
+  std::set<std::string> defined;
+  for (const auto& v : g.input()) defined.insert(v.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  bool well_formed = true;
+  for (const onnx::NodeProto& n : g.node()) {
+    for (const std::string& in : n.input())
+      well_formed = well_formed && (in.empty() || defined.count(in) > 0);
+    for (const std::string& out : n.output())
+      well_formed = well_formed && (out.empty() || defined.insert(out).second);
+  }
   try {
-    onnx::shape_inference::InferShapes(inferred_model_);
+    if (well_formed) onnx::shape_inference::InferShapes(inferred_model_);
   } catch (const std::exception& e) {
     rejected = e.what();
   }
@@ -242,7 +257,7 @@ Workload OnnxImporter::run() {
     }
     inferred_[v.name()] = s;
   };
-  if (rejected.empty()) {
+  if (well_formed && rejected.empty()) {
     for (const auto& v : inferred_model_.graph().value_info()) note(v);
     for (const auto& v : inferred_model_.graph().output()) note(v);
   }
