@@ -159,7 +159,9 @@ View GraphLowering::dense(const std::string& name) {
 View GraphLowering::as_matrix(View v) {
   int64_t rows = 1;
   for (size_t i = 0; i + 1 < v.shape.size(); ++i) rows *= v.shape[i];
-  return reshaped(std::move(v), {rows, v.shape.back()});
+  // Read before v is moved: the order in which arguments are evaluated is unspecified.
+  const int64_t cols = v.shape.back();
+  return reshaped(std::move(v), {rows, cols});
 }
 
 View GraphLowering::reshaped(View v, const isa::Shape& shape, int64_t offset) {

@@ -436,8 +436,8 @@ std::vector<HostTensor> fold_node(const onnx::NodeProto& n, int64_t opset,
   }
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Max" || op == "Min") {
     if (opset < 7 && attr(n, "broadcast")) refuse("the legacy broadcast attribute");
-    std::vector<const HostTensor*> args;
-    for (size_t i = 0; i < in.size(); ++i) args.push_back(&need(in, i, "operand"));
+    std::vector<const HostTensor*> args{&need(in, 0, "operand")};  // Max and Min are variadic
+    for (size_t i = 1; i < in.size(); ++i) args.push_back(&need(in, i, "operand"));
     const int32_t type = args[0]->type;
     return {elementwise(args, type, [&](const std::vector<long double>& a) {
       long double r = a[0];

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -150,7 +151,7 @@ int64_t NodeAttrs::get_int(const std::string& name, int64_t fallback) const {
   return a->i();
 }
 
-bool NodeAttrs::get_flag(const std::string& name, bool fallback) const {
+bool NodeAttrs::get_bool(const std::string& name, bool fallback) const {
   const int64_t v = get_int(name, fallback ? 1 : 0);
   if (v != 0 && v != 1)
     throw im_.error(node_, fmt::format("attribute '{}' must be 0 or 1, got {}", name, v));
@@ -196,10 +197,6 @@ Workload OnnxImporter::run() {
   const onnx::GraphProto& g = model_.graph();
   for (const onnx::OperatorSetIdProto& o : model_.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
-  if (opset_ > kMaxOnnxOpset)
-    throw ConfigError(fmt::format("{}: opset {} of the default domain is newer than the importer "
-                                  "reads (up to {})",
-                                  file_, opset_, kMaxOnnxOpset));
   std::string name = g.name();
   for (char& c : name)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
@@ -209,10 +206,45 @@ Workload OnnxImporter::run() {
   // cannot see the values given to inputs, so it leaves some shapes open).
   // A model it rejects is an error too, reported after the import's own checks (which name
   // the node and attribute at fault, when there is one).
+  // A tensor declared twice (a graph input, output or value_info) with two fixed shapes is the
+  // model's contradiction; ONNX's inference would take one of them and disagree with the nodes.
+  {
+    std::map<std::string, std::pair<isa::Shape, const char*>> declared;
+    auto declare = [&](const onnx::ValueInfoProto& v, const char* as) {
+      if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
+      isa::Shape s;
+      for (const auto& d : v.type().tensor_type().shape().dim()) {
+        if (!d.has_dim_value()) return;
+        s.push_back(d.dim_value());
+      }
+      auto [it, fresh] = declared.try_emplace(v.name(), s, as);
+      if (!fresh && it->second.first != s)
+        throw ConfigError(fmt::format("{}: tensor '{}' is declared {} as {} and {} as {}", file_,
+                                      v.name(), isa::shape_str(it->second.first), it->second.second,
+                                      isa::shape_str(s), as));
+    };
+    for (const auto& v : g.input()) declare(v, "a graph input");
+    for (const auto& v : g.output()) declare(v, "a graph output");
+    for (const auto& v : g.value_info()) declare(v, "a value_info");
+  }
   inferred_model_ = model_;
   std::string rejected;
+  // ONNX's shape inference trusts the graph to define each tensor once, before its use:
+  // libonnx 1.12 crashes on an EyeLike of an undefined tensor, and a tensor defined by two
+  // nodes gets the later one's shape. Such a model is not given to it, and the import below
+  // refuses the node at fault.
+  std::set<std::string> defined;
+  for (const auto& v : g.input()) defined.insert(v.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  bool well_formed = true;
+  for (const onnx::NodeProto& n : g.node()) {
+    for (const std::string& in : n.input())
+      well_formed = well_formed && (in.empty() || defined.count(in) > 0);
+    for (const std::string& out : n.output())
+      well_formed = well_formed && (out.empty() || defined.insert(out).second);
+  }
   try {
-    onnx::shape_inference::InferShapes(inferred_model_);
+    if (well_formed) onnx::shape_inference::InferShapes(inferred_model_);
   } catch (const std::exception& e) {
     rejected = e.what();
   }
@@ -225,7 +257,7 @@ Workload OnnxImporter::run() {
     }
     inferred_[v.name()] = s;
   };
-  if (rejected.empty()) {
+  if (well_formed && rejected.empty()) {
     for (const auto& v : inferred_model_.graph().value_info()) note(v);
     for (const auto& v : inferred_model_.graph().output()) note(v);
   }

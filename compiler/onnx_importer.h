@@ -32,8 +32,9 @@ class NodeAttrs {
 
   bool has(const std::string& name) const { return find(name) != nullptr; }
   int64_t get_int(const std::string& name, int64_t fallback) const;
-  // An integer attribute the spec makes a flag: 0 or 1, anything else an error.
-  bool get_flag(const std::string& name, bool fallback) const;
+  // A flag: 0 or 1 (ONNX's shape inference reads other values as 0 for some ops and as 1 for
+  // others, so they are refused).
+  bool get_bool(const std::string& name, bool fallback) const;
   double get_float(const std::string& name, double fallback) const;
   std::string get_string(const std::string& name, const std::string& fallback) const;
   std::optional<std::vector<int64_t>> get_ints(const std::string& name) const;

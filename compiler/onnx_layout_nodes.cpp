@@ -258,7 +258,7 @@ void OnnxImporter::import_isinf(const Node& n) {
   if (isa::is_integer(x.dtype))
     throw error(n, fmt::format("input '{}' has dtype {}; this op takes floats", x.name,
                                isa::dtype_name(x.dtype)));
-  const bool pos = a.get_flag("detect_positive", true), neg = a.get_flag("detect_negative", true);
+  const bool pos = a.get_bool("detect_positive", true), neg = a.get_bool("detect_negative", true);
   const double inf = std::numeric_limits<double>::infinity();
   const auto c = [&](const std::string& s, double v) {
     return data_by_name(n, scalar_constant(n, s, v, x.dtype)).name;
@@ -454,7 +454,7 @@ void OnnxImporter::import_cumsum(const Node& n) {
   if (ax.size() != 1) throw error(n, fmt::format("axis {} must be one integer", ax));
   const int64_t rank = static_cast<int64_t>(x.shape.size());
   const int64_t axis = normalize_axis(*this, n, ax[0], rank);
-  const bool exclusive = a.get_flag("exclusive", false), reverse = a.get_flag("reverse", false);
+  const bool exclusive = a.get_bool("exclusive", false), reverse = a.get_bool("reverse", false);
   int64_t P = 1, S = 1;
   for (int64_t i = 0; i < axis; ++i) P *= x.shape[i];
   for (int64_t i = axis + 1; i < rank; ++i) S *= x.shape[i];

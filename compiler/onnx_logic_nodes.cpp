@@ -194,7 +194,7 @@ void OnnxImporter::import_trilu(const Node& n) {
     if (v.size() != 1) throw error(n, "input 1 (k) must hold one integer");
     k = v[0];
   }
-  const bool upper = a.get_flag("upper", true);
+  const bool upper = a.get_bool("upper", true);
   const int64_t rows = x.shape[x.shape.size() - 2], cols = x.shape.back();
   HostTensor mask{onnx::TensorProto::UINT8, {rows, cols}, {}};
   for (int64_t i = 0; i < rows; ++i)

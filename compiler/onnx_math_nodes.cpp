@@ -183,7 +183,7 @@ void OnnxImporter::import_binary_fn(const Node& n, const std::string& onnx_fn) {
   const bool mod = onnx_fn == "mod";
   NodeAttrs a(*this, n, mod ? std::set<std::string>{"fmod"} : std::set<std::string>{});
   check_outputs(n, 1);
-  const std::string fn = mod && a.get_flag("fmod", false) ? "fmod" : onnx_fn;
+  const std::string fn = mod && a.get_bool("fmod", false) ? "fmod" : onnx_fn;
   const std::vector<DType> types = isa_input_dtypes("eltwise", "fn", fn);
   const TensorDesc x = data(n, 0, types);
   const TensorDesc y = data(n, 1, types);
@@ -362,7 +362,7 @@ namespace fracsim::compiler {
 void OnnxImporter::import_arg(const Node& n, bool largest) {
   NodeAttrs a(*this, n, {"axis", "keepdims", "select_last_index"});
   check_outputs(n, 1);
-  if (a.get_flag("select_last_index", false)) return import_arg_last(n, a, largest);
+  if (a.get_bool("select_last_index", false)) return import_arg_last(n, a, largest);
   const TensorDesc x =
       data(n, 0, {isa::DType::f32, isa::DType::i32, isa::DType::i16, isa::DType::i8});
   const int64_t rank = static_cast<int64_t>(x.shape.size());
@@ -372,7 +372,7 @@ void OnnxImporter::import_arg(const Node& n, bool largest) {
   if (axis < 0) axis += rank;
   isa::Shape kept = x.shape;
   kept[axis] = 1;
-  const bool keepdims = a.get_flag("keepdims", true);
+  const bool keepdims = a.get_bool("keepdims", true);
   const std::string indices = keepdims ? n.output(0) : n.output(0) + ".kept";
   Layer& l = add_layer(n, LayerKind::topk, {x.name}, x.dtype, kept, n.output(0) + ".values");
   l.axis = axis;
@@ -396,7 +396,7 @@ void OnnxImporter::import_arg_last(const Node& n, const NodeAttrs& a, bool large
   if (axis < -rank || axis >= rank)
     throw error(n, fmt::format("attribute 'axis' = {} is out of range for rank {}", axis, rank));
   if (axis < 0) axis += rank;
-  const bool keepdims = a.get_flag("keepdims", true);
+  const bool keepdims = a.get_bool("keepdims", true);
   isa::Shape kept = x.shape, out = x.shape;
   kept[axis] = 1;
   out.erase(out.begin() + axis);

@@ -54,7 +54,7 @@ void OnnxImporter::import_gemm(const Node& n) {
   const TensorDesc x = data(n, 0), y = data(n, 1);
   require_rank(n, x, 2, 2);
   require_rank(n, y, 2, 2);
-  const bool ta = a.get_flag("transA", false), tb = a.get_flag("transB", false);
+  const bool ta = a.get_bool("transA", false), tb = a.get_bool("transB", false);
   const int64_t m = x.shape[ta ? 1 : 0], k = x.shape[ta ? 0 : 1];
   const int64_t kb = y.shape[tb ? 1 : 0], nn = y.shape[tb ? 0 : 1];
   if (k != kb)
@@ -195,9 +195,9 @@ void OnnxImporter::import_batchnorm(const Node& n) {
   if (opset_ < 9) known.insert("spatial");
   if (opset_ < 7) known.insert("is_test");
   NodeAttrs a(*this, n, known);
-  if (!a.get_flag("spatial", true))
+  if (a.get_int("spatial", 1) != 1)
     throw error(n, "attribute 'spatial' = 0 (statistics per element) is not supported");
-  if (opset_ < 7 && !a.get_flag("is_test", false))
+  if (opset_ < 7 && a.get_int("is_test", 0) == 0)
     throw error(n, "attribute 'is_test' = 0 (training) is not supported: only inference");
   const int64_t training = a.get_int("training_mode", 0);
   if (training != 0 && training != 1)
@@ -266,7 +266,7 @@ void OnnxImporter::import_reshape(const Node& n) {
   check_outputs(n, 1);
   const TensorDesc x = data(n, 0, kAllTypes, true);
   const std::vector<int64_t> spec = constant_ints(n, 1, "shape");
-  const bool allowzero = a.get_flag("allowzero", false);
+  const bool allowzero = a.get_bool("allowzero", false);
   Shape s;
   int unknown = -1;
   for (size_t i = 0; i < spec.size(); ++i) {
@@ -399,10 +399,10 @@ void OnnxImporter::import_reduce(const Node& n, const std::string& fn, const std
   }
   std::sort(axes.begin(), axes.end());
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
-  const bool keepdims = a.get_flag("keepdims", true);
+  const bool keepdims = a.get_bool("keepdims", true);
   if (axes.empty()) {
     // No axes: every axis, or (noop_with_empty_axes) the input itself.
-    if (a.get_flag("noop_with_empty_axes", false)) {
+    if (a.get_bool("noop_with_empty_axes", false)) {
       add_layer(n, LayerKind::reshape, {x.name}, x.dtype, x.shape, layer);
       return;
     }
@@ -450,7 +450,7 @@ void OnnxImporter::import_topk(const Node& n) {
   Layer& l = add_layer(n, LayerKind::topk, {x.name}, x.dtype, out);
   l.axis = axis;
   l.k = k;
-  l.largest = a.get_flag("largest", true);
+  l.largest = a.get_bool("largest", true);
   const bool named = n.output_size() > 1 && !n.output(1).empty();
   // A full sort (K = the whole axis) whose indices nobody reads is the sort op: it splits
   // along the axis (sorted runs merged), where topk must see the whole axis for K outputs.

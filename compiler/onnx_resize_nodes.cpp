@@ -160,7 +160,7 @@ void OnnxImporter::import_resize(const Node& n, bool upsample) {
     r.transform = a.get_string("coordinate_transformation_mode", "half_pixel");
     r.nearest = a.get_string("nearest_mode", "round_prefer_floor");
     r.cubic_a = a.get_float("cubic_coeff_a", -0.75);
-    r.exclude_outside = a.get_flag("exclude_outside", false);
+    r.exclude_outside = a.get_bool("exclude_outside", false);
     r.extrapolation = a.get_float("extrapolation_value", 0);
     static const std::set<std::string> kTransforms = {"half_pixel",           "pytorch_half_pixel",
                                                       "align_corners",        "asymmetric",

@@ -91,7 +91,7 @@ void OnnxImporter::import_identity(const Node& n) {
 void OnnxImporter::import_dropout(const Node& n) {
   if (opset_ < 7) {
     NodeAttrs a(*this, n, {"is_test", "ratio"});
-    if (!a.get_flag("is_test", false))
+    if (!a.get_bool("is_test", false))
       throw error(n, "attribute 'is_test' = 0 (training) is not supported: only inference");
   } else {
     NodeAttrs a(*this, n, {"ratio", "seed"});
@@ -147,7 +147,7 @@ void OnnxImporter::import_squeeze(const Node& n, bool unsqueeze) {
 
 std::string OnnxImporter::legacy_broadcast(const Node& n, const NodeAttrs& a, const TensorDesc& x,
                                            const TensorDesc& y) {
-  if (opset_ >= 7 || !a.get_flag("broadcast", false)) return y.name;
+  if (opset_ >= 7 || !a.get_bool("broadcast", false)) return y.name;
   const int64_t rank = static_cast<int64_t>(x.shape.size()),
                 yr = static_cast<int64_t>(y.shape.size());
   int64_t axis = a.get_int("axis", rank - yr);

@@ -164,8 +164,8 @@ void OnnxImporter::import_pool(const Node& n, LayerKind kind) {
   const bool indices = max && n.output_size() > 1 && !n.output(1).empty();
   auto kernel = a.get_ints("kernel_shape");
   if (!kernel) throw error(n, "attribute 'kernel_shape' is missing");
-  const bool ceil_mode = a.get_flag("ceil_mode", false);
-  const bool include_pad = a.get_flag("count_include_pad", false);
+  const bool ceil_mode = a.get_bool("ceil_mode", false);
+  const bool include_pad = a.get_bool("count_include_pad", false);
   if (ceil_mode && include_pad)
     throw error(n,
                 "attribute 'ceil_mode' = 1 together with count_include_pad = 1 is not "

@@ -106,15 +106,23 @@ std::map<std::string, int64_t> bind_dims(const OpDef& op, const Instruction& ins
     auto term = [&](const WindowTerm& t) { return t.name.empty() ? t.value : dims.at(t.name); };
     const int64_t K = term(w.kernel), st = term(w.stride), dil = term(w.dilation);
     const int64_t pb = dims.at(w.pad_begin), pe = dims.at(w.pad_end);
-    const int64_t W = dims.at(d.name), O = dims.at(w.of), span = (K - 1) * dil + 1;
+    const int64_t W = dims.at(d.name), O = dims.at(w.of);
     if (K < 1 || st < 1 || dil < 1)
       throw fail(fmt::format("window {}: kernel {}, stride {} and dilation {} must be at least 1",
                              d.name, K, st, dil));
+    int64_t span = 0;
+    if (__builtin_mul_overflow(K - 1, dil, &span) || __builtin_add_overflow(span, 1, &span))
+      throw fail(fmt::format("window {}: kernel {} dilated by {} spans more than 2^63 elements",
+                             d.name, K, dil));
     // A piece of a kernel's taps may have pads wider than its own taps span, and when its
     // taps fall wholly in the padding (an empty input) one pad may be negative.
-    if ((W > 0 && (pb < 0 || pe < 0)) || pb + pe < 0)
+    int64_t padded = 0;
+    if (__builtin_add_overflow(W, pb, &padded) || __builtin_add_overflow(padded, pe, &padded))
+      throw fail(fmt::format("window {}: {} = {} with pads {}+{} exceeds 2^63 elements", d.name,
+                             d.name, W, pb, pe));
+    if ((W > 0 && (pb < 0 || pe < 0)) || padded < W)
       throw fail(fmt::format("window {}: pads {} and {} must not be negative", d.name, pb, pe));
-    const int64_t expect = W + pb + pe >= span ? (W + pb + pe - span) / st + 1 : 0;
+    const int64_t expect = padded >= span ? (padded - span) / st + 1 : 0;
     if (O != expect)
       throw fail(
           fmt::format("window {}: {} = {} with pads {}+{}, kernel {}, stride {}, dilation "
@@ -162,6 +170,30 @@ bool fits_64_bits(const TensorRef& t) {
   return !__builtin_add_overflow(reach, uint64_t{1}, &reach) &&
          !__builtin_mul_overflow(reach, uint64_t{dtype_size(t.dtype)}, &bytes) &&
          !__builtin_add_overflow(bytes, t.address, &bytes);
+}
+
+// Whether the reach in elements (sum of (extent - 1) * stride, strides not negative) fits
+// int64_t, in which TensorRef::byte_span and the decomposition compute it.
+bool reach_fits(const TensorRef& t) {
+  int64_t reach = 0;
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    if (t.shape[d] <= 0) return true;  // an empty tensor
+    int64_t r = 0;
+    if (__builtin_mul_overflow(t.shape[d] - 1, t.strides[d], &r) ||
+        __builtin_add_overflow(reach, r, &reach))
+      return false;
+  }
+  return true;
+}
+
+// Whether the element count (the product of the extents, broadcast ones included) fits int64_t.
+bool count_fits(const TensorRef& t) {
+  int64_t n = 1;
+  for (int64_t d : t.shape)
+    if (d <= 0) return true;  // an empty tensor
+  for (int64_t d : t.shape)
+    if (__builtin_mul_overflow(n, d, &n)) return false;
+  return true;
 }
 
 // The byte offsets of every element of `t`, sorted.
@@ -222,6 +254,10 @@ void validate_program(const Program& p, const OpTable& ops, const std::string& s
     throw ConfigError(fmt::format("{}: {} instruction names for {} instructions", source,
                                   p.instruction_names.size(), p.instructions.size()));
   auto check_span = [&](const TensorRef& t, const std::string& what) {
+    for (int64_t e : t.shape)
+      if (e < 0)
+        throw ConfigError(
+            fmt::format("{}: {}: negative extent {} in {}", source, what, e, shape_str(t.shape)));
     for (size_t d = 0; d < t.strides.size(); ++d)
       if (t.strides[d] < 0)
         throw ConfigError(fmt::format("{}: {}: negative strides are not supported", source, what));
@@ -229,6 +265,13 @@ void validate_program(const Program& p, const OpTable& ops, const std::string& s
       throw ConfigError(fmt::format(
           "{}: {}: extents {} and strides {} reach past 2^64 bytes", source, what,
           fmt::join(t.shape, ","), fmt::join(t.strides, ",")));
+    if (!reach_fits(t))
+      throw ConfigError(fmt::format("{}: {}: extents {} and strides {} reach past 2^63 elements",
+                                    source, what, fmt::join(t.shape, ","),
+                                    fmt::join(t.strides, ",")));
+    if (!count_fits(t))
+      throw ConfigError(fmt::format("{}: {}: extents {} hold more than 2^63 elements", source, what,
+                                    fmt::join(t.shape, ",")));
     auto [lo, hi] = t.byte_span();
     if (hi > p.footprint)
       throw ConfigError(

@@ -11,6 +11,7 @@
 #include "isa/error.h"
 #include "sim/interconnect.h"
 #include "sim/node.h"
+#include "sim/units.h"
 
 namespace fracsim::sim {
 namespace {
@@ -19,6 +20,94 @@ namespace {
 void fresh_simcontext() {
   sc_core::sc_curr_simcontext = new sc_core::sc_simcontext();
   sc_core::sc_default_global_context = sc_core::sc_curr_simcontext;
+}
+
+// Host bytes per node of the machine (the tree's index and per-node vectors) and per simulated
+// node (a Node's SystemC modules, processes, queues and its slot in the tree): the peak
+// resident memory of unfolded timing runs of the MLP on configs/scale, less that of the 1-leaf
+// machine, over the nodes added, is 40-48 KiB per node; counted as 64 KiB. And the copies of
+// the program's footprint a level's memories are counted for in functional mode.
+constexpr uint64_t kBytesPerNode = 64;
+constexpr uint64_t kBytesPerSimulatedNode = 64 * 1024;
+constexpr uint64_t kLevelFootprints = 2;
+
+uint64_t saturating_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+uint64_t saturating_mul(uint64_t a, uint64_t b) {
+  return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+// An estimate's text: rounded up to a whole KiB, or MiB from 1 MiB up.
+std::string approximate_bytes(uint64_t bytes) {
+  const uint64_t unit = bytes >= (uint64_t{1} << 20) ? uint64_t{1} << 20 : uint64_t{1} << 10;
+  return format_quantity(saturating_mul(bytes / unit + (bytes % unit != 0), unit),
+                         QuantityKind::bytes);
+}
+
+// Refuses a run whose estimate exceeds the limit, before any of it is built.
+// `restart`: the folded run outgrew its first pools and would restart with every node.
+void check_host_memory(const MachineSpec& spec, const isa::Program& program, Mode mode,
+                       int64_t simulated_nodes, uint64_t limit, bool restart) {
+  if (limit == 0) return;
+  const HostMemoryEstimate e = host_memory_estimate(spec, program, mode, simulated_nodes);
+  if (e.bytes <= limit) return;
+  std::string parts = fmt::format("{} nodes, {} of them simulated", e.nodes, e.simulated_nodes);
+  if (mode == Mode::functional)
+    parts +=
+        fmt::format(", {} of node memories, {} for the program's footprint",
+                    approximate_bytes(e.node_memory_bytes), approximate_bytes(e.program_bytes));
+  if (restart) parts += "; its folded run outgrew the first pools and restarts with every node";
+  throw ConfigError(fmt::format(
+      "{}: program {} on this machine would need about {} of host memory ({}), more than the "
+      "limit of {} (--max-host-memory)",
+      spec.file, program.name, approximate_bytes(e.bytes), parts,
+      format_quantity(limit, QuantityKind::bytes)));
+}
+
+// Runs the simulation to its end (no event left), in slices of simulated time when there are
+// limits to look at between them. Throws ConfigError when a limit ends it.
+void run_to_end(const MachineSpec& spec, const isa::Program& program, const SimOptions& options,
+                const RunContext& ctx, const Completion& completion) {
+  const uint64_t max = options.max_picoseconds, watchdog = options.watchdog_picoseconds;
+  if (max == 0 && watchdog == 0) {
+    sc_core::sc_start();
+    return;
+  }
+  // The watchdog fires within a quarter of its interval after it elapsed.
+  const uint64_t slice = watchdog == 0 ? max : std::max<uint64_t>(1, watchdog / 4);
+  auto unfinished = [&] {
+    return fmt::format("{} of {} instructions finished", ctx.done.done,
+                       program.instructions.size());
+  };
+  // The time up to which every event has run: the kernel's clock stays at the last event (it
+  // must, for the run's end time), which may lie before it.
+  uint64_t horizon = 0;
+  for (;;) {
+    uint64_t next = saturating_add(horizon, slice);
+    if (max != 0) next = std::min(next, max);
+    sc_core::sc_start(sc_core::sc_time::from_value(next - sc_core::sc_time_stamp().value()),
+                      sc_core::SC_EXIT_ON_STARVATION);
+    horizon = next;
+    if (ctx.error || sc_core::sc_get_status() == sc_core::SC_STOPPED ||
+        !sc_core::sc_pending_activity())
+      return;
+    if (completion.remaining == 0) {  // the last events after the last instruction
+      sc_core::sc_start();
+      return;
+    }
+    if (max != 0 && horizon >= max)
+      throw ConfigError(fmt::format(
+          "{}: program {}: the run reached the simulated time limit of {} (--max-sim-time) "
+          "with {}",
+          spec.file, program.name, format_quantity(max, QuantityKind::time), unfinished()));
+    if (watchdog != 0 && horizon - ctx.done.picoseconds >= watchdog)
+      throw ConfigError(fmt::format(
+          "{}: program {}: no instruction finished in {} of simulated time (from {} to {}; "
+          "{}): the watchdog ended the run (--watchdog sets its interval; a machine that is "
+          "not that slow has met a bug in fracsim)",
+          spec.file, program.name, format_quantity(watchdog, QuantityKind::time),
+          format_quantity(ctx.done.picoseconds, QuantityKind::time),
+          format_quantity(horizon, QuantityKind::time), unfinished()));
+  }
 }
 
 // Rejects, before simulating, a machine on which some instruction cannot be split small enough.
@@ -50,6 +139,9 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   sc_core::sc_report_handler::set_actions("/IEEE_Std_1666/deprecated", sc_core::SC_DO_NOTHING);
   // A run that stops on an error (or to restart with larger pools) says why itself.
   sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
+                                          sc_core::SC_DO_NOTHING);
+  // A slice of run_to_end with no event in it is no news.
+  sc_core::sc_report_handler::set_actions(sc_core::SC_ID_NO_SC_START_ACTIVITY_,
                                           sc_core::SC_DO_NOTHING);
   MachineTree tree(spec, options.fold_digest_mask);
   RunContext ctx;
@@ -127,7 +219,7 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
         Job{program.instructions[i], nullptr, {}, 0, 1, &completion, 0, it->second, 1, nullptr});
   }
 
-  sc_core::sc_start();
+  run_to_end(spec, program, options, ctx, completion);
   if (ctx.error) std::rethrow_exception(ctx.error);
   if (completion.remaining != 0) {
     std::string busy;
@@ -157,7 +249,38 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   return r;
 }
 
+// The nodes a run builds: every node, or with folding the pools.
+int64_t simulated_nodes(const MachineSpec& spec, bool fold, const std::vector<int64_t>& pools) {
+  int64_t n = 1;
+  for (size_t l = 0; l < spec.levels.size(); ++l) n += fold ? pools[l] : spec.nodes_at(l);
+  return n;
+}
+
 }  // namespace
+
+HostMemoryEstimate host_memory_estimate(const MachineSpec& spec, const isa::Program& program,
+                                        Mode mode, int64_t simulated) {
+  HostMemoryEstimate e;
+  e.nodes = 1;
+  for (size_t l = 0; l < spec.levels.size(); ++l) e.nodes += spec.nodes_at(l);
+  e.simulated_nodes = simulated;
+  if (mode == Mode::functional) {
+    // A level's memories are backed lazily; between them they hold about the data the
+    // program moves through the level once (measured: 1.1 times its footprint per level on
+    // configs/scale, the MLP), counted twice, or all of them if that is less.
+    for (size_t l = 0; l < spec.levels.size(); ++l)
+      e.node_memory_bytes = saturating_add(
+          e.node_memory_bytes, std::min(saturating_mul(spec.levels[l].memory.capacity,
+                                                       static_cast<uint64_t>(spec.nodes_at(l))),
+                                        saturating_mul(program.footprint, kLevelFootprints)));
+    e.program_bytes = saturating_mul(program.footprint, 3);
+  }
+  e.bytes = saturating_add(
+      saturating_add(saturating_mul(static_cast<uint64_t>(e.nodes), kBytesPerNode),
+                     saturating_mul(static_cast<uint64_t>(simulated), kBytesPerSimulatedNode)),
+      saturating_add(e.node_memory_bytes, e.program_bytes));
+  return e;
+}
 
 RunResult simulate(const MachineSpec& spec, const isa::OpTable& ops, const isa::Program& program,
                    Mode mode, const SimOptions& options) {
@@ -178,12 +301,16 @@ RunResult simulate(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   for (size_t l = 0; l < spec.levels.size(); ++l)
     pools.push_back(std::min<int64_t>(
         spec.nodes_at(l), std::max(1, options.fold_pool) * static_cast<int64_t>(l + 1)));
+  check_host_memory(spec, program, mode, simulated_nodes(spec, fold, pools), options.max_host_bytes,
+                    false);
   try {
     return run_once(spec, ops, program, mode, options, fold, pools);
   } catch (const FoldPoolExhausted&) {
     if (options.trace) options.trace->clear();
   }
   for (size_t l = 0; l < spec.levels.size(); ++l) pools[l] = spec.nodes_at(l);
+  check_host_memory(spec, program, mode, simulated_nodes(spec, fold, pools), options.max_host_bytes,
+                    true);
   RunResult r = run_once(spec, ops, program, mode, options, fold, pools);
   r.pools_outgrown = true;
   return r;

@@ -25,6 +25,9 @@ struct Progress {
   uint64_t picoseconds = 0;      // simulated time
 };
 
+// The watchdog's interval unless told otherwise: 10 s of simulated time.
+inline constexpr uint64_t kDefaultWatchdogPicoseconds = 10'000'000'000'000;
+
 struct SimOptions {
   // Timing mode: simulate one child per class of congruent children and account for all
   // (identical cycles and counters to an unfolded run). Ignored in functional mode.
@@ -41,7 +44,30 @@ struct SimOptions {
   std::optional<isa::PinnedDecision> pin;
   TraceRecorder* trace = nullptr;                 // records the stages of simulated nodes
   std::function<void(const Progress&)> progress;  // after each program instruction
+  // Limits (sim/README.md, "Limits"); 0 is none. A run whose host memory estimate
+  // (host_memory_estimate) exceeds max_host_bytes is refused before it is built; one whose
+  // simulated time reaches max_picoseconds with instructions unfinished, or in which no program
+  // instruction finishes for watchdog_picoseconds of simulated time, is ended. Each a
+  // ConfigError giving the numbers.
+  uint64_t max_host_bytes = 0;
+  uint64_t max_picoseconds = 0;
+  uint64_t watchdog_picoseconds = kDefaultWatchdogPicoseconds;
 };
+
+// What a run is estimated to take of host memory (sim/README.md, "Limits"): per node of the
+// machine its entry in the tree, per simulated node its SystemC modules and queues, and in
+// functional mode the non-root memories (per level twice the program's footprint, or all of
+// them if less) and three copies of the footprint (the root memory's bytes, the result and the
+// reference run's). `simulated_nodes`: those the run builds (every node unless a timing run
+// folds).
+struct HostMemoryEstimate {
+  uint64_t bytes = 0;
+  int64_t nodes = 0, simulated_nodes = 0;
+  uint64_t node_memory_bytes = 0;  // functional: the non-root nodes' memories
+  uint64_t program_bytes = 0;      // functional: the footprint's three copies
+};
+HostMemoryEstimate host_memory_estimate(const MachineSpec& spec, const isa::Program& program,
+                                        Mode mode, int64_t simulated_nodes);
 
 // The paths of a machine's nodes in the report's order (the root, then level by level, each
 // level's nodes in order): "root", "root.cluster0", "root.cluster0.core1", ...

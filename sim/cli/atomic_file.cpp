@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "isa/error.h"
+#include "sim/cli/interrupt.h"
 
 namespace fracsim::cli {
 
@@ -50,9 +51,15 @@ void write_file_atomically(const std::string& path, std::string_view contents) {
   for (int attempt = 0; fd < 0; ++attempt) {
     tmp = target.parent_path() / fmt::format(".{}.tmp-{}-{}", target.filename().string(),
                                              ::getpid(), counter++);
+    // Named before it exists, so that a signal at any point finds it (interrupt.h).
+    set_pending_temporary(tmp.string());
     // 0666 less the umask, as a file the program opened itself would have.
     fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && (errno != EEXIST || attempt > 100)) throw fail(errno);
+    if (fd < 0 && (errno != EEXIST || attempt > 100)) {
+      const int err = errno;
+      set_pending_temporary("");
+      throw fail(err);
+    }
   }
   const char* p = contents.data();
   size_t left = contents.size();
@@ -70,10 +77,9 @@ void write_file_atomically(const std::string& path, std::string_view contents) {
   if (err == 0 && ::fsync(fd) != 0) err = errno;
   if (::close(fd) != 0 && err == 0) err = errno;
   if (err == 0 && std::rename(tmp.c_str(), target.c_str()) != 0) err = errno;
-  if (err != 0) {
-    ::unlink(tmp.c_str());
-    throw fail(err);
-  }
+  if (err != 0) ::unlink(tmp.c_str());
+  set_pending_temporary("");
+  if (err != 0) throw fail(err);
 }
 
 }  // namespace fracsim::cli

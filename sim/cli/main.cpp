@@ -1,5 +1,6 @@
 // The fracsim command. Exit codes: 0 ok, 1 a functional run's outputs differ from the
-// reference, 2 bad input (config, workload, program, flags), 3 internal error (a bug).
+// reference, 2 bad input (config, workload, program, flags, a limit), 3 internal error (a bug),
+// 130 and 143 stopped by SIGINT and SIGTERM (interrupt.h).
 // The commands are listed in command.cpp; each lives in a file of its own.
 #include <cstdlib>
 #include <exception>
@@ -8,6 +9,7 @@
 #include "isa/error.h"
 #include "rtl/rtl_backend.h"
 #include "sim/cli/command.h"
+#include "sim/cli/interrupt.h"
 
 // jemalloc's options, read at its start (a MALLOC_CONF variable still overrides them): back the
 // heap with transparent huge pages where the kernel offers them (madvise mode). A run touches
@@ -26,8 +28,12 @@ static const bool kQuietSystemC = setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1
 extern "C" int sc_main(int argc, char** argv) {
   using namespace fracsim;
   try {
+    cli::install_interrupt_handlers();
     rtl::register_backends();
     return cli::dispatch(argc, argv);
+  } catch (const cli::Interrupted& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 128 + e.signal();
   } catch (const ConfigError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

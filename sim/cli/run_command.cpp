@@ -20,6 +20,7 @@
 #include "sim/node.h"
 #include "sim/report.h"
 #include "sim/trace.h"
+#include "sim/units.h"
 
 namespace po = boost::program_options;
 
@@ -29,6 +30,7 @@ namespace {
 // The flags of `fracsim run`, as given.
 struct RunFlags {
   std::string config, workload, mode = "timing", out_dir, trace, backend, batch, layers;
+  std::string max_host_memory, max_sim_time, watchdog;
   std::vector<std::string> sets;
   bool no_fold = false, fuse = false, fold_bn = false;
 };
@@ -54,6 +56,14 @@ po::options_description run_options(RunFlags& f) {
   add("no-fold", po::bool_switch(&f.no_fold),
       "simulate every node of a timing run (same results, slower)");
   add("trace", po::value(&f.trace), "write a Chrome/Perfetto trace-event timeline of the stages");
+  add("max-host-memory", po::value(&f.max_host_memory),
+      "BYTES: refuse, before it starts, a run estimated to need more host memory (e.g. 8GiB; "
+      "default 80% of physical memory; sim/README.md, \"Limits\")");
+  add("max-sim-time", po::value(&f.max_sim_time),
+      "TIME: end the run with an error when its simulated time reaches TIME (e.g. 10ms)");
+  add("watchdog", po::value(&f.watchdog),
+      "TIME: end the run with an error when no instruction finishes for TIME of simulated time "
+      "(default 10 s; 0 s: never)");
   add("layers", po::value(&f.layers)->implicit_value("all"),
       "--layers[=N]: print the per-layer table (DIR/layers.csv has every layer): the N layers "
       "with most cycles, default all, with each one's roofline bound and attained fraction");
@@ -74,6 +84,34 @@ void override_backend(sim::MachineSpec& spec, const std::string& backend) {
       leaf["defaulted"] = given;
     }
   }
+}
+
+// --max-host-memory's default: 80% of the physical memory, in whole MiB (0, no limit, when the
+// system does not say).
+uint64_t default_max_host_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  const uint64_t mib = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / (1 << 20);
+  return mib * 8 / 10 * (1 << 20);
+}
+
+// --max-host-memory, --max-sim-time and --watchdog into `options`.
+void apply_limits(const RunFlags& f, sim::SimOptions& options) {
+  options.max_host_bytes =
+      f.max_host_memory.empty()
+          ? default_max_host_memory()
+          : sim::parse_quantity_text(f.max_host_memory, sim::QuantityKind::bytes,
+                                     "fracsim run: --max-host-memory");
+  if (!f.max_sim_time.empty())
+    options.max_picoseconds = sim::parse_quantity_text(f.max_sim_time, sim::QuantityKind::time,
+                                                       "fracsim run: --max-sim-time");
+  if (!f.watchdog.empty())
+    options.watchdog_picoseconds =
+        sim::parse_quantity_text(f.watchdog, sim::QuantityKind::time, "fracsim run: --watchdog");
+  if (!f.max_host_memory.empty() && options.max_host_bytes == 0)
+    throw ConfigError("fracsim run: --max-host-memory: must be more than 0 B");
+  if (!f.max_sim_time.empty() && options.max_picoseconds == 0)
+    throw ConfigError("fracsim run: --max-sim-time: must be more than 0 ps");
 }
 
 }  // namespace
@@ -119,6 +157,7 @@ int cmd_run(const Command& self, const std::vector<std::string>& args) {
 
   sim::SimOptions options;
   options.fold = !f.no_fold;
+  apply_limits(f, options);
   sim::TraceRecorder trace;
   if (!f.trace.empty()) options.trace = &trace;
   // Progress of long runs, on a terminal only, at most a few times a second.

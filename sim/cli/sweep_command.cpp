@@ -9,6 +9,7 @@
 
 #include "isa/error.h"
 #include "sim/cli/command.h"
+#include "sim/cli/interrupt.h"
 #include "sim/cli/sweep.h"
 
 namespace po = boost::program_options;
@@ -94,6 +95,7 @@ int cmd_sweep(const Command& self, const std::vector<std::string>& args) {
   if (!f.run.empty()) {  // one run of a sweep already set up (a Slurm task)
     if (f.out_dir.empty() || !f.spec.empty() || !f.gather.empty() || f.slurm)
       throw refuse("--run NAME goes with --out DIR only");
+    defer_interrupts();
     const SweepSpec spec = read_sweep_manifest(f.out_dir);
     for (const SweepRun& r : spec.runs)
       if (r.name == f.run) return execute_run(f.out_dir, r);
@@ -119,9 +121,17 @@ int cmd_sweep(const Command& self, const std::vector<std::string>& args) {
   } else {
     const int jobs =
         f.jobs > 0 ? f.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    // A signal now stops the runs under way and keeps the finished ones (sweep_local.cpp).
+    defer_interrupts();
     run_sweep_locally(f.out_dir, spec, jobs);
   }
-  return gather_and_report(f.out_dir, spec, f.plots);
+  const int code = gather_and_report(f.out_dir, spec, f.plots);
+  if (const int sig = interrupt_signal())
+    throw Interrupted(sig,
+                      fmt::format("fracsim sweep: interrupted by {} after its runs; {} is "
+                                  "complete",
+                                  signal_name(sig), (fs::path(f.out_dir) / "sweep.csv").string()));
+  return code;
 }
 
 }  // namespace fracsim::cli

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "isa/error.h"
+#include "sim/cli/interrupt.h"
 #include "sim/cli/program_io.h"
 #include "sim/cli/sweep.h"
 
@@ -94,6 +95,25 @@ void finish_run(const std::string& dir, const SweepRun& run, int code, double wa
   fs::rename(partial, final_dir);
 }
 
+// On a deferred SIGINT or SIGTERM: each run under way is sent SIGTERM (its own handler removes
+// the temporary it is writing), waited for, and its runs/NAME.partial removed; what is done
+// stays. Throws Interrupted.
+[[noreturn]] void stop_runs(const std::string& dir, const std::vector<const SweepRun*>& running,
+                            const std::vector<pid_t>& pids, size_t done, size_t total) {
+  const int sig = interrupt_signal();
+  for (const pid_t pid : pids) ::kill(pid, SIGTERM);
+  for (const pid_t pid : pids) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  for (const SweepRun* r : running) fs::remove_all(partial_dir(dir, *r));
+  throw Interrupted(
+      sig, fmt::format("fracsim sweep: interrupted by {}: {} of {} runs done, kept in {}/runs; "
+                       "{} under way stopped and removed; the same command runs the rest",
+                       signal_name(sig), done, total, dir, running.size()));
+}
+
 std::string duration(double s) {
   if (s < 60) return fmt::format("{:.0f} s", s);
   if (s < 3600) return fmt::format("{:.0f} min {:02.0f} s", std::floor(s / 60), std::fmod(s, 60));
@@ -114,8 +134,11 @@ int execute_run(const std::string& dir, const SweepRun& run) {
   const pid_t pid = start_run(dir, run);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    if (interrupt_signal()) stop_runs(dir, {&run}, {pid}, 0, 1);
   }
   const int code = exit_code(status);
+  // A run that failed because the same signal reached it too (Ctrl-C) is stopped, not failed.
+  if (code != 0 && interrupt_signal()) stop_runs(dir, {&run}, {}, 0, 1);
   finish_run(dir, run, code, std::chrono::duration<double>(Clock::now() - t0).count());
   return code;
 }
@@ -159,7 +182,20 @@ size_t run_sweep_locally(const std::string& dir, const SweepSpec& spec, int jobs
                              failed.empty() ? "" : fmt::format(", {} failed", failed.size()), left)
               << std::flush;
   };
+  // `reaped`: a run already waited for that the signal stopped.
+  auto interrupted = [&](const SweepRun* reaped) {
+    std::vector<const SweepRun*> runs;
+    if (reaped) runs.push_back(reaped);
+    std::vector<pid_t> pids;
+    for (const auto& [pid, r] : running) {
+      runs.push_back(r.run);
+      pids.push_back(pid);
+    }
+    if (tty) std::cerr << "\r\033[K" << std::flush;
+    stop_runs(dir, runs, pids, done, total);
+  };
   while (next < todo.size() || !running.empty()) {
+    if (interrupt_signal()) interrupted(nullptr);
     while (next < todo.size() && running.size() < static_cast<size_t>(jobs)) {
       const SweepRun* r = todo[next++];
       running[start_run(dir, *r)] = {r, Clock::now()};
@@ -175,9 +211,14 @@ size_t run_sweep_locally(const std::string& dir, const SweepSpec& spec, int jobs
     auto it = running.find(pid);
     if (it == running.end()) continue;
     const Running r = it->second;
+    const int code = exit_code(status);
+    // A run that failed because the same signal reached it too (Ctrl-C) is stopped, not failed.
+    if (code != 0 && interrupt_signal()) {
+      running.erase(it);
+      interrupted(r.run);
+    }
     running.erase(it);
     const double wall = std::chrono::duration<double>(Clock::now() - r.start).count();
-    const int code = exit_code(status);
     finish_run(dir, *r.run, code, wall);
     wall_sum += wall;
     ++finished_here;

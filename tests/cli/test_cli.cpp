@@ -3,16 +3,23 @@
 
 #include "tests/common/cli_runner.h"
 
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
+#include <thread>
 
 using namespace std::string_literals;
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -319,4 +326,33 @@ TEST_CASE("a second run into the same directory replaces stats.json whole") {
   // A failing run leaves the earlier results alone.
   CHECK(run_fracsim("run -m configs/tiny.yaml -w workloads/nope.yaml --out " + dir).code == 2);
   CHECK(slurp(dir + "/stats.json") == first);
+}
+
+TEST_CASE("run: SIGTERM during the simulation ends it with exit 143 and writes no file") {
+  const std::string out = fracsim::testing::temp_dir("fracsim-sigterm");
+  const std::string log = out + "/../" + fs::path(out).filename().string() + ".log";
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    freopen(log.c_str(), "w", stderr);
+    freopen(log.c_str(), "a", stdout);
+    // AlexNet in functional mode on f1 simulates for about 20 s: the signal comes in the
+    // middle, before any file is written.
+    const std::string root = FRACSIM_SOURCE_DIR;
+    execl(FRACSIM_BINARY, FRACSIM_BINARY, "run", "-m", (root + "/configs/f1.yaml").c_str(), "-w",
+          (root + "/workloads/alexnet.yaml").c_str(), "--mode", "functional", "--out", out.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 143);
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text == "error: interrupted by SIGTERM (no file is left half-written)\n");
+  CHECK(fs::is_empty(out));
+  fs::remove(log);
 }

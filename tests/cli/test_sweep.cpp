@@ -86,6 +86,31 @@ std::string spec_error(const std::string& body) {
   return r.out.substr(prefix.size());
 }
 
+// Five functional runs of the MLP on tiny (leaf memories 64 to 256 KiB), about a second each:
+// time to stop the sweep between two of them.
+std::string write_five_run_spec(const std::string& dir, const std::string& name) {
+  return write_spec(dir, "sweep: " + name + "\nruns:\n  - machine: " + kTiny +
+                             "\n    workload: " + kMlp +
+                             "\n    mode: functional\n    set:\n"
+                             "      levels.core.memory.capacity: [64 KiB, "
+                             "96 KiB, 128 KiB, 192 KiB, 256 KiB]\n");
+}
+
+// `fracsim sweep SPEC -j JOBS --out OUT` in the background, its output into `log`.
+pid_t start_sweep(const std::string& spec, const char* jobs, const std::string& out,
+                  const std::string& log) {
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    freopen(log.c_str(), "w", stderr);
+    freopen(log.c_str(), "a", stdout);
+    execl(FRACSIM_BINARY, FRACSIM_BINARY, "sweep", spec.c_str(), "-j", jobs, "--out", out.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
 }  // namespace
 
 TEST_CASE("sweep: sweep.csv has one row per run, in the spec's order, with stable columns") {
@@ -185,25 +210,10 @@ TEST_CASE("sweep: sweep.csv has one row per run, in the spec's order, with stabl
 }
 
 TEST_CASE("sweep: a killed sweep keeps its finished runs, the rerun does only the others") {
-  // Functional runs of the MLP on tiny take about a second each: time to kill the sweep
-  // between two of them.
   const std::string dir = fracsim::testing::temp_dir("fracsim-sweep");
-  const std::string spec =
-      write_spec(dir, "sweep: killed\nruns:\n  - machine: " + kTiny + "\n    workload: " + kMlp +
-                          "\n    mode: functional\n    set:\n"
-                          "      levels.core.memory.capacity: [64 KiB, "
-                          "96 KiB, 128 KiB, 192 KiB, 256 KiB]\n");
+  const std::string spec = write_five_run_spec(dir, "killed");
   const std::string out = dir + "/out";
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    const std::string log = dir + "/first.log";
-    freopen(log.c_str(), "w", stderr);
-    freopen(log.c_str(), "a", stdout);
-    execl(FRACSIM_BINARY, FRACSIM_BINARY, "sweep", spec.c_str(), "-j", "1", "--out", out.c_str(),
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  const pid_t pid = start_sweep(spec, "1", out, dir + "/first.log");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (finished_runs(out).size() < 2 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -320,4 +330,59 @@ TEST_CASE("sweep: flags that do not go together, and --gather without a sweep") 
   CHECK(r.out ==
         "error: fracsim sweep: --gather DIR takes no SPEC and no other option but "
         "--plots\n");
+}
+
+TEST_CASE("sweep: SIGTERM stops the runs under way and keeps only complete ones, exit 143") {
+  const std::string dir = fracsim::testing::temp_dir("fracsim-sweep");
+  const std::string spec = write_five_run_spec(dir, "stopped");
+  const std::string out = dir + "/out";
+  const std::string log = dir + "/first.log";
+  const pid_t pid = start_sweep(spec, "2", out, log);
+  // One run finished and another under way (runs/NAME.partial).
+  auto under_way = [&] {
+    if (!fs::exists(out + "/runs")) return false;
+    for (const auto& e : fs::directory_iterator(out + "/runs"))
+      if (e.path().extension() == ".partial") return true;
+    return false;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while ((finished_runs(out).empty() || !under_way()) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(under_way());
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 143);
+  const std::set<std::string> done = finished_runs(out);
+  REQUIRE(!done.empty());
+  REQUIRE(done.size() < 5);
+  // Only finished runs are left, each with all of its files; nothing hidden, no temporaries.
+  size_t entries = 0;
+  for (const auto& e : fs::directory_iterator(out + "/runs")) {
+    ++entries;
+    const std::string n = e.path().filename().string();
+    CHECK_MESSAGE(n.find('.') == std::string::npos, n);
+    std::set<std::string> files;
+    for (const auto& f : fs::directory_iterator(e.path())) files.insert(f.path().filename());
+    CHECK(files == std::set<std::string>{"layers.csv", "run.json", "run.log", "stats.json"});
+    CHECK(nlohmann::json::parse(slurp(e.path() / "stats.json"))["cycles"].is_number());
+  }
+  CHECK(entries == done.size());
+  CHECK_FALSE(fs::exists(out + "/sweep.csv"));
+  const std::string text = slurp(log);
+  const std::string head = fmt::format(
+      "error: fracsim sweep: interrupted by SIGTERM: {} of 5 runs done, kept in {}/runs; ",
+      done.size(), out);
+  const size_t at = text.find(head);
+  REQUIRE_MESSAGE(at != std::string::npos, text);
+  const std::string rest = text.substr(at + head.size());
+  CHECK((rest == "1 under way stopped and removed; the same command runs the rest\n" ||
+         rest == "2 under way stopped and removed; the same command runs the rest\n"));
+
+  // The same command runs the rest.
+  CliResult r = run_fracsim("sweep " + spec + " -j 2 --out " + out);
+  CHECK(r.code == 0);
+  CHECK(finished_runs(out).size() == 5);
 }
