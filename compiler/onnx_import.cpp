@@ -197,6 +197,10 @@ Workload OnnxImporter::run() {
   const onnx::GraphProto& g = model_.graph();
   for (const onnx::OperatorSetIdProto& o : model_.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+  if (opset_ > kMaxOnnxOpset)
+    throw ConfigError(fmt::format("{}: opset {} of the default domain is newer than the importer "
+                                  "reads (up to {})",
+                                  file_, opset_, kMaxOnnxOpset));
   std::string name = g.name();
   for (char& c : name)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';

@@ -195,9 +195,9 @@ void OnnxImporter::import_batchnorm(const Node& n) {
   if (opset_ < 9) known.insert("spatial");
   if (opset_ < 7) known.insert("is_test");
   NodeAttrs a(*this, n, known);
-  if (a.get_int("spatial", 1) != 1)
+  if (!a.get_bool("spatial", true))
     throw error(n, "attribute 'spatial' = 0 (statistics per element) is not supported");
-  if (opset_ < 7 && a.get_int("is_test", 0) == 0)
+  if (opset_ < 7 && !a.get_bool("is_test", false))
     throw error(n, "attribute 'is_test' = 0 (training) is not supported: only inference");
   const int64_t training = a.get_int("training_mode", 0);
   if (training != 0 && training != 1)
@@ -285,7 +285,11 @@ void OnnxImporter::import_reshape(const Node& n) {
     }
     s.push_back(v);
   }
-  const int64_t count = isa::num_elements(x.shape), known = isa::num_elements(s);
+  const int64_t count = isa::num_elements(x.shape);
+  int64_t known = 1;
+  for (int64_t v : s)
+    if (__builtin_mul_overflow(known, v, &known))
+      throw error(n, fmt::format("shape {} has more than 2^63 elements", spec));
   if (unknown >= 0 && known > 0 && count % known == 0) s[unknown] = count / known;
   if (isa::num_elements(s) != count)
     throw error(n, fmt::format("the input {} cannot be viewed as {} (shape {})",

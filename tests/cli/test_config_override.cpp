@@ -117,7 +117,7 @@ TEST_CASE("config check --set: the path follows the declared keys, where the fil
   CHECK(error_of("levels[0].colour=1") ==
         f + "levels[0].colour=1: levels[0].colour: unknown key (expected one of: clock, "
             "decode_cycles, fanout, keep_outputs, lfu_throughput, link, memory, name, "
-            "pipeline_depth, resident_partial_sums)\n");
+            "overlap, pipeline_depth, resident_partial_sums)\n");
   // Energy levels are entries by name; an entry's keys are declared.
   CHECK(run_fracsim(check("energy.levels.core.dma_per_byte=2 pJ")).code == 0);
   CHECK(error_of("energy.levels.core.dma=2 pJ") ==

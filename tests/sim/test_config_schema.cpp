@@ -69,8 +69,8 @@ TEST_CASE("every declared default is a valid value of its key") {
       },
       seen);
   // decomposer, pipeline_depth and decode_cycles (root, level), latency (memory, link), banks,
-  // multicast, keep_outputs, resident_partial_sums, sort width, backend.
-  CHECK(defaults == 13);
+  // multicast, keep_outputs, resident_partial_sums, overlap, sort width, backend.
+  CHECK(defaults == 14);
 }
 
 const MappingDecl& test_decl() {
