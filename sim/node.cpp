@@ -15,14 +15,6 @@ using sc_core::sc_time;
 
 namespace {
 
-bool overlaps(const std::vector<std::pair<uint64_t, uint64_t>>& a,
-              const std::vector<std::pair<uint64_t, uint64_t>>& b) {
-  for (const auto& x : a)
-    for (const auto& y : b)
-      if (x.first < y.second && y.first < x.second) return true;
-  return false;
-}
-
 // The smallest interval holding every transfer's parent span.
 std::pair<uint64_t, uint64_t> parent_span(const std::vector<isa::Transfer>& ts) {
   std::pair<uint64_t, uint64_t> s{UINT64_MAX, 0};

@@ -31,14 +31,6 @@
 namespace fracsim::sim {
 namespace {
 
-bool overlaps(const std::vector<std::pair<uint64_t, uint64_t>>& a,
-              const std::vector<std::pair<uint64_t, uint64_t>>& b) {
-  for (const auto& x : a)
-    for (const auto& y : b)
-      if (x.first < y.second && y.first < x.second) return true;
-  return false;
-}
-
 // The spans of this node's memory that a piece's children read.
 std::vector<std::pair<uint64_t, uint64_t>> local_reads(const isa::OpDef& op,
                                                        const isa::Instruction& local) {

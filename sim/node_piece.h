@@ -13,6 +13,15 @@
 
 namespace fracsim::sim {
 
+// Whether any of the byte ranges [first, second) of `a` meets one of `b`.
+inline bool overlaps(const std::vector<std::pair<uint64_t, uint64_t>>& a,
+                     const std::vector<std::pair<uint64_t, uint64_t>>& b) {
+  for (const auto& x : a)
+    for (const auto& y : b)
+      if (x.first < y.second && y.first < x.second) return true;
+  return false;
+}
+
 enum Stage { kId, kLd, kEx, kRd, kWb };
 constexpr const char* kStageName[] = {"ID", "LD", "EX", "RD", "WB"};
 
