@@ -213,7 +213,7 @@ Workload OnnxImporter::run() {
   // A tensor declared twice (a graph input, output or value_info) with two fixed shapes is the
   // model's contradiction; ONNX's inference would take one of them and disagree with the nodes.
   {
-    std::map<std::string, std::pair<isa::Shape, const char*>> declared;
+    std::map<std::string, std::pair<isa::Shape, const char*>>& declared = declared_;
     auto declare = [&](const onnx::ValueInfoProto& v, const char* as) {
       if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
       isa::Shape s;
@@ -498,6 +498,12 @@ Layer& OnnxImporter::add_layer(const Node& n, LayerKind kind, std::vector<std::s
 void OnnxImporter::check_inferred(const Node& n, const TensorDesc& t) const {
   auto it = inferred_.find(t.name);
   if (it == inferred_.end() || it->second == t.shape) return;
+  // ONNX's inference keeps a shape the model declares; one the node cannot give is the model's.
+  auto d = declared_.find(t.name);
+  if (d != declared_.end() && d->second.first != t.shape)
+    throw error(n, fmt::format("output '{}' is {} but the model declares it {} as {}", t.name,
+                               isa::shape_str(t.shape), isa::shape_str(d->second.first),
+                               d->second.second));
   throw InternalError(fmt::format(
       "{}: node {} ({}): output '{}' is {} but ONNX shape inference "
       "says {}",

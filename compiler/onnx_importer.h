@@ -199,6 +199,8 @@ class OnnxImporter {
   std::map<std::string, onnx::TensorProto> constants_;  // initializers, Constant outputs, given
   std::map<std::string, const onnx::ValueInfoProto*> graph_inputs_;  // without a value
   std::map<std::string, isa::Shape> inferred_;  // static shapes from ONNX shape inference
+  // The shapes the model declares (graph inputs, outputs, value_info), and as what.
+  std::map<std::string, std::pair<isa::Shape, const char*>> declared_;
   onnx::ModelProto inferred_model_;
   BatchTracker* tracker_;
   std::vector<int> layer_nodes_;
