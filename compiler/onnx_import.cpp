@@ -514,6 +514,8 @@ void OnnxImporter::import_node(const Node& n) {
   if (!n.domain().empty() && n.domain() != "ai.onnx")
     throw error(
         n, fmt::format("op domain '{}' is not supported (only the default domain)", n.domain()));
+  // Every ONNX operator has a first output; the import of each names it.
+  if (n.output_size() == 0 || n.output(0).empty()) throw error(n, "output 0 is missing");
   if (fold(n)) return;
   using Import = std::function<void(OnnxImporter&, const Node&)>;
   static const std::map<std::string, Import> kOps = {

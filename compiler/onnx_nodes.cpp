@@ -353,7 +353,6 @@ void OnnxImporter::import_concat(const Node& n) {
 void OnnxImporter::import_reduce_composite(const Node& n, const std::string& pre,
                                            const std::string& post) {
   if (!has_input(n, 0)) throw error(n, "input 0 is missing");
-  if (n.output_size() == 0 || n.output(0).empty()) throw error(n, "output 0 is missing");
   std::string in = n.input(0);
   if (!pre.empty()) {
     // exp has an f64 row (ReduceLogSumExp on doubles); square and abs are f32.
