@@ -1,5 +1,7 @@
 #include "isa/tensor.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -40,6 +42,46 @@ std::pair<uint64_t, uint64_t> TensorRef::byte_span() const {
   }
   uint64_t es = dtype_size(dtype);
   return {address + lo * es, address + (hi + 1) * es};
+}
+
+bool views_overlap(const TensorRef& a, const TensorRef& b) {
+  const auto sa = a.byte_span(), sb = b.byte_span();
+  if (!(sa.first < sb.second && sb.first < sa.second)) return false;
+  if (a.dtype != b.dtype || a.strides != b.strides) return true;
+  // A byte of a at offset sum(i_d * s_d) meets one of b at delta + sum(j_d * s_d) when delta =
+  // sum(k_d * s_d), k_d = i_d - j_d in [1 - m_d, n_d - 1]; the element's bytes are a dim of
+  // stride 1. Largest stride first: where a stride exceeds the width of what the smaller ones
+  // reach, at most one k_d fits; where none does, the remaining dims are taken as an interval.
+  struct Dim {
+    int64_t stride, lo, hi;
+  };
+  std::vector<Dim> dims;
+  const auto es = static_cast<int64_t>(dtype_size(a.dtype));
+  for (size_t d = 0; d < a.shape.size(); ++d) {
+    if (a.strides[d] < 0) return true;
+    if (a.strides[d] == 0 || (a.shape[d] == 1 && b.shape[d] == 1)) continue;
+    dims.push_back({a.strides[d] * es, 1 - b.shape[d], a.shape[d] - 1});
+  }
+  dims.push_back({1, 1 - es, es - 1});
+  std::stable_sort(dims.begin(), dims.end(),
+                   [](const Dim& x, const Dim& y) { return x.stride > y.stride; });
+  int64_t delta = static_cast<int64_t>(b.address) - static_cast<int64_t>(a.address);
+  for (size_t d = 0; d < dims.size(); ++d) {
+    int64_t inner_lo = 0, inner_hi = 0;
+    for (size_t e = d + 1; e < dims.size(); ++e) {
+      inner_lo += dims[e].lo * dims[e].stride;
+      inner_hi += dims[e].hi * dims[e].stride;
+    }
+    const Dim& x = dims[d];
+    if (x.stride <= inner_hi - inner_lo)  // not unique: the rest as one interval
+      return delta >= x.lo * x.stride + inner_lo && delta <= x.hi * x.stride + inner_hi;
+    // The one k with delta - k * stride in [inner_lo, inner_hi], if any.
+    const int64_t num = delta - inner_lo;
+    const int64_t k = num >= 0 ? num / x.stride : -((-num + x.stride - 1) / x.stride);
+    if (k < x.lo || k > x.hi || delta - k * x.stride > inner_hi) return false;
+    delta -= k * x.stride;
+  }
+  return delta == 0;
 }
 
 TensorRef TensorRef::slice(int dim, int64_t begin, int64_t len) const {

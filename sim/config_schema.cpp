@@ -13,6 +13,7 @@
 #include "isa/unit_kind.h"
 #include "isa/yaml_map.h"
 #include "sim/energy_table.h"
+#include "sim/machine_spec.h"
 
 namespace fracsim::sim {
 
@@ -151,6 +152,12 @@ struct Tables {
                     "how every node splits the instructions it receives "
                     "(isa/decompose/README.md)")
              .defaults_to("search"),
+         choice_key("hazards",
+                    std::vector<std::string>(kHazardCheckNames.begin(), kHazardCheckNames.end()),
+                    "when a piece's load waits for an earlier piece's write-back: tiles, when "
+                    "what it reads shares a byte with what that one writes; spans, when their "
+                    "byte spans meet")
+             .defaults_to("tiles"),
          mapping_key("root", root, "the main memory and its controller"),
          list_key("levels", level, "the levels below the root, top down; the last is the leaf"),
          mapping_or_file_key("energy", energy, "energy per action and leakage power per component")

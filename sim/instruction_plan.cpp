@@ -191,6 +191,7 @@ isa::CostModel cost_model(const MachineSpec& spec) {
     c.lfu_throughput = ls.controller.lfu_throughput;
     c.decode_cycles = ls.controller.decode_cycles;
     c.resident = ls.resident_partial_sums;
+    c.tile_hazards = spec.hazards == HazardCheck::tiles;
     if (!ls.is_leaf)
       c.child_clock_ratio = static_cast<double>(ls.controller.clock) /
                             static_cast<double>(spec.levels[l + 1].controller.clock);

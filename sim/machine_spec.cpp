@@ -104,6 +104,9 @@ MachineSpec parse_machine_node(const YAML::Node& doc, const std::string& file) {
   // How every node splits the instructions it receives (isa/decompose/cost_model.h); the
   // declaration's choices are the policies' names.
   spec.decomposer = *isa::policy_named(top.text("decomposer"));
+  const std::string hazards = top.text("hazards");
+  for (size_t h = 0; h < kHazardCheckNames.size(); ++h)
+    if (kHazardCheckNames[h] == hazards) spec.hazards = static_cast<HazardCheck>(h);
 
   ConfigMapping root = top.mapping("root");
   spec.root.controller = read_controller(root, std::nullopt);

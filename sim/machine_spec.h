@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
@@ -106,6 +107,14 @@ struct LevelSpec {
   std::string backend;  // a name in the leaf backends' registry
 };
 
+// How a node decides that an earlier piece in flight writes what a later one reads, which the
+// later one's load then waits for (`hazards:`): `tiles`, when the written and the read views
+// share a byte (exact for tiles of one tensor, however strided: isa::views_overlap); `spans`,
+// when their byte spans meet (a scoreboard of address ranges: the strided tiles of one output
+// then look dependent).
+enum class HazardCheck : uint8_t { tiles, spans };
+constexpr std::array<std::string_view, 2> kHazardCheckNames = {"tiles", "spans"};
+
 // The most nodes one level of a machine may have (the leaves included).
 constexpr int64_t kMaxLevelNodes = int64_t{1} << 20;
 
@@ -113,6 +122,7 @@ struct MachineSpec {
   std::string name;
   std::string file;
   isa::Policy decomposer = isa::Policy::halving;  // `decomposer:` (every node's policy)
+  HazardCheck hazards = HazardCheck::tiles;       // `hazards:` (every node's)
   RootSpec root;
   std::vector<LevelSpec> levels;      // top down; levels.back().is_leaf
   std::optional<EnergyTable> energy;  // absent: the run reports no energy

@@ -159,8 +159,10 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, size_t index, int subblock, 
     base = root_cyclic_base_ + static_cast<uint64_t>(subblock) * root_subblock_;
     end = base + root_subblock_;
     for (size_t o = 0; o < op.operands.size(); ++o)
-      if (op.operands[o].role == isa::OperandRole::out)
+      if (op.operands[o].role == isa::OperandRole::out) {
         p->local_writes.push_back(part.operands[o].byte_span());
+        p->local_outs.push_back(part.operands[o]);
+      }
   } else {
     base = layout_.cyclic_base + static_cast<uint64_t>(subblock) * plan_->subblock_bytes;
     end = base + plan_->subblock_bytes;
@@ -206,6 +208,7 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, size_t index, int subblock, 
         // The bytes it neither writes back nor (the next piece) loads again.
         if (p->holds_output) count(*p, Counter::resident_bytes, 2 * local.stored_bytes());
         p->local_writes.push_back(local.byte_span());
+        p->local_outs.push_back(local);
       }
       p->local.operands[o] = local;
     }
@@ -218,13 +221,14 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, size_t index, int subblock, 
           fmt::format("{}: {}: partial results need {} bytes more than a cyclic "
                       "sub-block holds",
                       ctx_.tree->path(tree_node_), op.name, base + p->split.scratch_bytes - end));
-    p->local_writes.emplace_back(base, base + p->split.scratch_bytes);
+    p->scratch = {base, base + p->split.scratch_bytes};
+    p->local_writes.push_back(p->scratch);
   }
   for (size_t o = 0; o < op.operands.size(); ++o) {
-    auto span = part.operands[o].byte_span();
+    const isa::TensorRef& view = part.operands[o];
     const bool out = op.operands[o].role == isa::OperandRole::out;
-    if (isa::operand_is_read(op, part, o) && !(out && p->continues)) p->reads.push_back(span);
-    if (out && !p->holds_output) p->writes.push_back(span);
+    if (isa::operand_is_read(op, part, o) && !(out && p->continues)) p->reads.push_back(view);
+    if (out && !p->holds_output) p->writes.push_back(view);
   }
   return p;
 }
@@ -350,6 +354,19 @@ void Node::id_step() {
   });
 }
 
+namespace {
+
+bool writes_what_it_reads(const Node::Piece& earlier, const Node::Piece& p, HazardCheck check) {
+  for (const isa::TensorRef& w : earlier.writes)
+    for (const isa::TensorRef& r : p.reads) {
+      if (check == HazardCheck::tiles && isa::views_overlap(w, r)) return true;
+      if (check == HazardCheck::spans && overlaps({w.byte_span()}, {r.byte_span()})) return true;
+    }
+  return false;
+}
+
+}  // namespace
+
 bool Node::overwrites_earlier(const Piece& p) const {
   std::vector<std::pair<uint64_t, uint64_t>> loads;
   for (const isa::Transfer& t : p.loads) loads.push_back(t.local.byte_span());
@@ -405,7 +422,7 @@ void Node::ld_step() {
           const Piece* p = st.piece;
           for (const Piece* q2 : q.in_flight) {
             if (q2 == p) break;
-            if (overlaps(q2->writes, p->reads)) {
+            if (writes_what_it_reads(*q2, *p, ctx_.spec->hazards)) {
               sc_core::next_trigger(q.written_back);
               return;
             }

@@ -31,13 +31,31 @@
 namespace fracsim::sim {
 namespace {
 
-// The spans of this node's memory that a piece's children read.
-std::vector<std::pair<uint64_t, uint64_t>> local_reads(const isa::OpDef& op,
-                                                       const isa::Instruction& local) {
-  std::vector<std::pair<uint64_t, uint64_t>> spans;
+// The views of this node's memory that a piece's children read.
+std::vector<isa::TensorRef> local_reads(const isa::OpDef& op, const isa::Instruction& local) {
+  std::vector<isa::TensorRef> views;
   for (size_t o = 0; o < op.operands.size(); ++o)
-    if (isa::operand_is_read(op, local, o)) spans.push_back(local.operands[o].byte_span());
-  return spans;
+    if (isa::operand_is_read(op, local, o)) views.push_back(local.operands[o]);
+  return views;
+}
+
+// Whether a view of `a` shares a byte with one of `b` (`tiles`), or their spans meet (`spans`).
+bool views_meet(const std::vector<isa::TensorRef>& a, const std::vector<isa::TensorRef>& b,
+                HazardCheck check) {
+  for (const isa::TensorRef& x : a)
+    for (const isa::TensorRef& y : b) {
+      if (check == HazardCheck::tiles ? isa::views_overlap(x, y)
+                                      : overlaps({x.byte_span()}, {y.byte_span()}))
+        return true;
+    }
+  return false;
+}
+
+// Whether a span meets one of the views' spans.
+bool span_meets(std::pair<uint64_t, uint64_t> s, const std::vector<isa::TensorRef>& views) {
+  for (const isa::TensorRef& v : views)
+    if (overlaps({s}, {v.byte_span()})) return true;
+  return false;
 }
 
 // What a child's instruction holds while it runs: its static tiles and its cyclic segment.
@@ -310,11 +328,15 @@ bool Node::dispatch_beside(const Piece& p) {
   // The children of different pieces are not ordered against each other by their own
   // pipelines: no piece outstanding may read or write what this one's children write, nor
   // write what they read.
-  const std::vector<std::pair<uint64_t, uint64_t>> reads = local_reads(op, p.local);
+  const HazardCheck check = ctx_.spec->hazards;
+  const std::vector<isa::TensorRef> reads = local_reads(op, p.local);
   for (const auto& d : q.dispatches) {
     const Piece& o = *d->piece;
-    if (overlaps(p.local_writes, o.local_writes) || overlaps(reads, o.local_writes) ||
-        overlaps(p.local_writes, local_reads(*o.op, o.local)))
+    const std::vector<isa::TensorRef> o_reads = local_reads(*o.op, o.local);
+    if (views_meet(p.local_outs, o.local_outs, check) || views_meet(reads, o.local_outs, check) ||
+        views_meet(p.local_outs, o_reads, check) || overlaps({p.scratch}, o.local_writes) ||
+        overlaps({o.scratch}, p.local_writes) || span_meets(p.scratch, o_reads) ||
+        span_meets(o.scratch, reads))
       return false;
   }
   for (const auto& w : p.local_writes) invalidate_children(w.first, w.second);

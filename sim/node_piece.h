@@ -37,8 +37,10 @@ struct Node::Piece {
   std::vector<isa::Transfer> shared, lead;
   uint64_t received_bytes = 0;
   isa::ParallelSplit split;  // children's instructions and LFU work (not at a leaf)
-  std::vector<std::pair<uint64_t, uint64_t>> reads, writes;  // spans in the parent's memory
+  std::vector<isa::TensorRef> reads, writes;  // views in the parent's memory
   std::vector<std::pair<uint64_t, uint64_t>> local_writes;   // out tiles and scratch, here
+  std::vector<isa::TensorRef> local_outs;                    // the out tiles' views, here
+  std::pair<uint64_t, uint64_t> scratch{0, 0};               // the children's partial results
   size_t index = 0, count = 1;
   size_t tree_node = 0;
   uint64_t copies = 1;

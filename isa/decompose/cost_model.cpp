@@ -81,9 +81,15 @@ CostModel::CostModel(Policy policy, std::vector<LevelCost> levels)
       parts_cache_(levels_.size() + 1) {}
 
 double CostModel::execute_cycles(int l, const OpDef& op, const OpTable& ops,
-                                 const Instruction& piece) const {
+                                 const Instruction& piece, bool after_write_back) const {
   const LevelCost& lc = level(l);
   if (lc.leaf) return static_cast<double>(leaf_cycles(op, piece, lc.unit));
+  // A child that must wait for an earlier piece's write-back cannot overlap its own loads with
+  // the pieces before it: its whole run (node_cycles: fill and drain included), not its steady
+  // state (quick_cycles).
+  auto child_cycles = [&](const Instruction& c) {
+    return after_write_back ? node_cycles(l + 1, op, ops, c) : quick_cycles(l + 1, op, ops, c);
+  };
   const std::vector<int64_t> ext = dim_extents(op, piece);
   bool parallel_dim = false;
   for (size_t d = 0; d < ext.size(); ++d)
@@ -91,14 +97,14 @@ double CostModel::execute_cycles(int l, const OpDef& op, const OpTable& ops,
   if (parallel_dim) {
     // The children of one split run at once: the largest sets the time.
     const Instruction child = largest_part(op, piece, parallel_parts(l, op, ops, piece, lc.fanout));
-    return quick_cycles(l + 1, op, ops, child) * lc.child_clock_ratio;
+    return child_cycles(child) * lc.child_clock_ratio;
   }
   // A reduce dim split across the children (parallel's fallback), combined by the LFU.
   const ParallelSplit split =
       parallel(op, ops, localize(op, piece, 0).local, lc.fanout, 0, this, l);
   double children = 0, lfu = 0;
   for (const Instruction& c : split.children)
-    children = std::max(children, quick_cycles(l + 1, op, ops, c));
+    children = std::max(children, child_cycles(c));
   for (const Instruction& r : split.reductions)
     lfu += std::ceil(static_cast<double>(r.operands.back().elements()) /
                      static_cast<double>(lc.lfu_throughput));
@@ -132,19 +138,38 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
   const double wb = lc.latency_cycles + written / lc.bytes_per_cycle;
   const double ex = execute_cycles(l, op, ops, piece);
   const double steady = std::max({ld, ex, wb, static_cast<double>(lc.decode_cycles)});
+  // At an inner node a piece that accumulates onto an output tile runs on children that read
+  // that tile back and so wait for the write-back of the piece before it.
+  double ex_acc = ex;
+  if (!lc.leaf && reduce_parts > 1) {
+    Instruction later = piece;
+    for (const OperandDef& od : op.operands)
+      if (od.role == OperandRole::out && !od.read_if.empty())
+        if (const int a = op.attr_index(od.read_if); a >= 0) later.attrs[a] = 1;
+    ex_acc = execute_cycles(l, op, ops, later, true);
+  }
   // The first sweep over the output tiles pipelines. A piece that accumulates reads its output
-  // tile, and a node's LD waits for every earlier piece in flight whose write-back span overlaps
-  // what it reads (spans, not elements: the strided tiles of one output overlap): each such
-  // piece runs alone, load, execute and write-back in turn.
+  // tile, and a node's LD waits for every earlier piece in flight that writes what it reads:
+  // with `hazards: spans` every one whose write-back span meets it (the strided tiles of one
+  // output do), so each such piece runs alone, load, execute and write-back in turn; with
+  // `tiles` only the piece of its own tile, a sweep earlier, which is done when a sweep holds
+  // more pieces than are in flight.
   const double first = pieces / reduce_parts;
   if (lc.resident && resident_split(op, instr, tile)) {
     // Resident partial sums: no piece reloads its output tile, so none waits for a write-back,
     // and one write-back serves the reduce_parts pieces of a tile.
-    const double resident_steady =
-        std::max({ld, ex, wb / reduce_parts, static_cast<double>(lc.decode_cycles)});
-    return stat / lc.bytes_per_cycle + ld + ex + wb + (pieces - 1) * resident_steady;
+    const double dec = static_cast<double>(lc.decode_cycles);
+    return stat / lc.bytes_per_cycle + ld + ex + wb +
+           (first - 1) * std::max({ld, ex, wb / reduce_parts, dec}) +
+           (pieces - first) * std::max({ld, ex_acc, wb / reduce_parts, dec});
   }
-  const double serial = (ld + accumulated / lc.bytes_per_cycle) + ex + wb;
+  if (lc.tile_hazards && first > lc.depth) {
+    const double acc_steady = std::max({ld + accumulated / lc.bytes_per_cycle, ex, wb,
+                                        static_cast<double>(lc.decode_cycles)});
+    return stat / lc.bytes_per_cycle + ld + ex + wb + (first - 1) * steady +
+           (pieces - first) * acc_steady;
+  }
+  const double serial = (ld + accumulated / lc.bytes_per_cycle) + ex_acc + wb;
   return stat / lc.bytes_per_cycle + ld + ex + wb + (first - 1) * steady +
          (pieces - first) * serial;
 }

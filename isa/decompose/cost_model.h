@@ -9,7 +9,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
+
+#include <boost/container_hash/hash.hpp>
 
 #include "isa/op_def.h"
 #include "isa/program.h"
@@ -43,6 +46,9 @@ struct LevelCost {
   // Resident partial sums: the pieces sharing an output tile run back to back, the tile staying
   // in local memory (loaded by none of them, written back by the last).
   bool resident = false;
+  // A load waits only for earlier pieces that write bytes it reads (the machine's `hazards:
+  // tiles`), not for every one whose byte span meets its own (`spans`).
+  bool tile_hazards = false;
   double child_clock_ratio = 1;  // this level's clock / its children's (their cycles to ours)
   LeafParams unit;               // the leaf's units (leaf level)
 };
@@ -78,7 +84,10 @@ class CostModel {
   // Estimated cycles of a piece's execution at level `l` (EX): the unit's cycles at a leaf;
   // at an inner node its largest child's quick_cycles, split by the policy, plus the LFU's
   // reductions.
-  double execute_cycles(int l, const OpDef& op, const OpTable& ops, const Instruction& piece) const;
+  // after_write_back: the piece's children wait for an earlier piece's write-back (it
+  // accumulates onto what that piece wrote), so each runs whole (node_cycles), not pipelined.
+  double execute_cycles(int l, const OpDef& op, const OpTable& ops, const Instruction& piece,
+                        bool after_write_back = false) const;
 
   // A quick estimate of a node of level `l` running `instr` whole: the longest of loading its
   // operands, executing it (as execute_cycles) and writing its outputs back, plus a latency
@@ -101,8 +110,16 @@ class CostModel {
  private:
   Policy policy_;
   std::vector<LevelCost> levels_;
-  mutable std::vector<std::map<std::vector<int64_t>, double>> node_cache_, quick_cache_;
-  mutable std::vector<std::map<std::vector<int64_t>, std::vector<int64_t>>> parts_cache_;
+  // Keyed by shape_key: the hash picks the bucket, the whole key decides.
+  struct KeyHash {
+    size_t operator()(const std::vector<int64_t>& k) const {
+      return boost::hash_range(k.begin(), k.end());
+    }
+  };
+  template <typename V>
+  using Cache = std::unordered_map<std::vector<int64_t>, V, KeyHash>;
+  mutable std::vector<Cache<double>> node_cache_, quick_cache_;
+  mutable std::vector<Cache<std::vector<int64_t>>> parts_cache_;
   std::optional<PinnedDecision> pinned_;
 };
 

@@ -286,7 +286,7 @@ TEST_CASE(
       CAPTURE(machine);
       const BackendPair p = run_both(machine, "tests/rtl/int_merge.fasm", mode);
       CHECK(has(p.rtl.out, machine == "tiny" ? "  cycles        4005 at 1 GHz"
-                                             : "  cycles        1644 at 1 GHz"));
+                                             : "  cycles        1255 at 1 GHz"));
       if (mode == "functional") {
         CHECK(has(p.rtl.out,
                   "output p i16[20,101]: all 2020 elements match the reference bit for bit"));

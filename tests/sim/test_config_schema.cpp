@@ -68,9 +68,9 @@ TEST_CASE("every declared default is a valid value of its key") {
         }
       },
       seen);
-  // decomposer, pipeline_depth and decode_cycles (root, level), latency (memory, link), banks,
-  // multicast, keep_outputs, resident_partial_sums, overlap, sort width, backend.
-  CHECK(defaults == 14);
+  // decomposer, hazards, pipeline_depth and decode_cycles (root, level), latency (memory,
+  // link), banks, multicast, keep_outputs, resident_partial_sums, overlap, sort width, backend.
+  CHECK(defaults == 15);
 }
 
 const MappingDecl& test_decl() {

@@ -86,6 +86,7 @@ TEST_CASE("tiny.yaml's effective config lists every value and what was defaulted
   const auto expected = nlohmann::ordered_json::parse(R"({
     "machine": "tiny",
     "decomposer": "halving",
+    "hazards": "spans",
     "root": {"clock": "1 GHz", "pipeline_depth": 3, "decode_cycles": 1, "lfu_throughput": 16,
              "memory": {"capacity": "64 MiB", "bandwidth": "32 GB/s", "latency": "50 ns",
                         "banks": 8, "defaulted": []},
@@ -216,8 +217,8 @@ TEST_CASE("an unknown key names the file, line, key and the keys expected there"
         "bad.yaml:5: root.memory.size: unknown key (expected one of: bandwidth, banks, "
         "capacity, latency)");
   CHECK(error_of("extra: 1\n" + kBase) ==
-        "bad.yaml:1: extra: unknown key (expected one of: decomposer, energy, levels, machine, "
-        "root)");
+        "bad.yaml:1: extra: unknown key (expected one of: decomposer, energy, hazards, levels, "
+        "machine, root)");
   CHECK(error_of("decomposer: greedy\n" + kBase) ==
         "bad.yaml:1: decomposer: unknown decomposer 'greedy' (expected halving or search)");
 }
@@ -228,7 +229,7 @@ TEST_CASE("the decomposer is search unless the config names one") {
   CHECK(h.decomposer == isa::Policy::halving);
   CHECK(h.effective["decomposer"] == "halving");
   CHECK(parse_machine_spec(kBase, "m.yaml").effective["defaulted"] ==
-        nlohmann::ordered_json::array({"decomposer"}));
+        nlohmann::ordered_json::array({"decomposer", "hazards"}));
 }
 
 TEST_CASE("a missing key names the mapping's line and the key path") {
