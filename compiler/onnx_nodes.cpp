@@ -102,6 +102,9 @@ void OnnxImporter::import_matmul(const Node& n) {
   NodeAttrs a(*this, n, {});
   check_outputs(n, 1);
   const TensorDesc x = data(n, 0), y = data(n, 1);
+  // numpy's matmul: a scalar does not multiply.
+  require_rank(n, x, 1, 6);
+  require_rank(n, y, 1, 6);
   Shape sa = x.shape, sb = y.shape;
   if (sa.size() == 1) sa.insert(sa.begin(), 1);
   if (sb.size() == 1) sb.push_back(1);
