@@ -1,5 +1,6 @@
 #include "compiler/onnx_import.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -7,6 +8,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
 #include "compiler/onnx_fold.h"
@@ -441,6 +443,7 @@ const TensorDesc& OnnxImporter::data(const Node& n, int i, std::vector<isa::DTyp
 
 std::vector<int64_t> OnnxImporter::constant_ints(const Node& n, int i,
                                                  const std::string& what) const {
+  if (!has_input(n, i)) throw error(n, fmt::format("input {} ({}) is missing", i, what));
   const std::string& name = n.input(i);
   auto c = constants_.find(name);
   if (c == constants_.end())
@@ -516,6 +519,20 @@ void OnnxImporter::import_node(const Node& n) {
         n, fmt::format("op domain '{}' is not supported (only the default domain)", n.domain()));
   // Every ONNX operator has a first output; the import of each names it.
   if (n.output_size() == 0 || n.output(0).empty()) throw error(n, "output 0 is missing");
+  // The inputs the op's ONNX schema requires at this opset: the imports and the folding read
+  // them without asking.
+  if (const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(
+          n.op_type(), static_cast<int>(std::clamp<int64_t>(opset_, 0, kMaxOnnxOpset)))) {
+    const std::vector<onnx::OpSchema::FormalParameter>& formal = schema->inputs();
+    for (int i = 0; i < static_cast<int>(formal.size()); ++i) {
+      if (formal[i].GetOption() == onnx::OpSchema::Single && !has_input(n, i))
+        throw error(n, fmt::format("input {} is missing", i));
+      if (formal[i].GetOption() == onnx::OpSchema::Variadic &&
+          n.input_size() < i + formal[i].GetMinArity())
+        throw error(n, fmt::format("{} inputs; the op takes {} or more", n.input_size(),
+                                   i + formal[i].GetMinArity()));
+    }
+  }
   if (fold(n)) return;
   using Import = std::function<void(OnnxImporter&, const Node&)>;
   static const std::map<std::string, Import> kOps = {
