@@ -208,10 +208,6 @@ Workload OnnxImporter::run() {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
   w_.name = name.empty() ? std::filesystem::path(file_).stem().string() : name;
   w_.file = file_;
-  // ONNX's own shape inference, as a check of the shapes the importer works out per node (it
-  // cannot see the values given to inputs, so it leaves some shapes open).
-  // A model it rejects is an error too, reported after the import's own checks (which name
-  // the node and attribute at fault, when there is one).
   // A tensor declared twice (a graph input, output or value_info) with two fixed shapes is the
   // model's contradiction; ONNX's inference would take one of them and disagree with the nodes.
   {
@@ -233,44 +229,16 @@ Workload OnnxImporter::run() {
     for (const auto& v : g.output()) declare(v, "a graph output");
     for (const auto& v : g.value_info()) declare(v, "a value_info");
   }
-  inferred_model_ = model_;
-  std::string rejected;
-  // ONNX's shape inference trusts the graph to define each tensor once, before its use:
-  // libonnx 1.12 crashes on an EyeLike of an undefined tensor, and a tensor defined by two
-  // nodes gets the later one's shape. Such a model is not given to it, and the import below
-  // refuses the node at fault.
-  std::set<std::string> defined;
-  for (const auto& v : g.input()) defined.insert(v.name());
-  for (const auto& t : g.initializer()) defined.insert(t.name());
-  bool well_formed = true;
-  for (const onnx::NodeProto& n : g.node()) {
-    for (const std::string& in : n.input())
-      well_formed = well_formed && (in.empty() || defined.count(in) > 0);
-    for (const std::string& out : n.output())
-      well_formed = well_formed && (out.empty() || defined.insert(out).second);
-  }
-  try {
-    if (well_formed) onnx::shape_inference::InferShapes(inferred_model_);
-  } catch (const std::exception& e) {
-    rejected = e.what();
-  }
-  auto note = [&](const onnx::ValueInfoProto& v) {
-    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
-    isa::Shape s;
-    for (const auto& d : v.type().tensor_type().shape().dim()) {
-      if (!d.has_dim_value()) return;
-      s.push_back(d.dim_value());
-    }
-    inferred_[v.name()] = s;
-  };
-  if (well_formed && rejected.empty()) {
-    for (const auto& v : inferred_model_.graph().value_info()) note(v);
-    for (const auto& v : inferred_model_.graph().output()) note(v);
-  }
-
   read_inputs();
-  for (node_index_ = 0; node_index_ < g.node_size(); ++node_index_)
-    import_node(g.node(node_index_));
+  try {
+    for (node_index_ = 0; node_index_ < g.node_size(); ++node_index_)
+      import_node(g.node(node_index_));
+  } catch (const ConfigError&) {
+    // A shape of an earlier node that ONNX's inference disagrees with is the first error.
+    check_shapes(node_index_);
+    throw;
+  }
+  const std::string rejected = check_shapes(g.node_size());
   for (const onnx::ValueInfoProto& out : g.output()) {
     auto c = constants_.find(out.name());
     if (!w_.find_tensor(out.name()) && c != constants_.end()) add_constant_output(c->second);
@@ -294,6 +262,53 @@ Workload OnnxImporter::run() {
   if (w_.layers.empty()) throw ConfigError(fmt::format("{}: the graph has no nodes", file_));
   if (tracker_) track_batch();
   return std::move(w_);
+}
+
+std::string OnnxImporter::check_shapes(int nodes) {
+  onnx::ModelProto model = model_;
+  onnx::GraphProto& g = *model.mutable_graph();
+  g.mutable_node()->DeleteSubrange(nodes, g.node_size() - nodes);
+  // ONNX's shape inference trusts the graph to define each tensor once, before its use:
+  // libonnx 1.12 crashes on an EyeLike of an undefined tensor, and a tensor defined by two
+  // nodes gets the later one's shape. Such a model is not given to it (the import refuses the
+  // node at fault).
+  std::set<std::string> defined;
+  for (const auto& v : g.input()) defined.insert(v.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  for (const onnx::NodeProto& n : g.node()) {
+    for (const std::string& in : n.input())
+      if (!in.empty() && !defined.count(in)) return "";
+    for (const std::string& out : n.output())
+      if (!out.empty() && !defined.insert(out).second) return "";
+  }
+  try {
+    onnx::shape_inference::InferShapes(model);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  auto note = [&](const onnx::ValueInfoProto& v) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
+    isa::Shape s;
+    for (const auto& d : v.type().tensor_type().shape().dim()) {
+      if (!d.has_dim_value()) return;
+      s.push_back(d.dim_value());
+    }
+    inferred_[v.name()] = s;
+  };
+  for (const auto& v : g.value_info()) note(v);
+  for (const auto& v : g.output()) note(v);
+  for (size_t i = 0; i < w_.layers.size(); ++i) {
+    // (A node the import refused may have added layers before it did.)
+    if (layer_nodes_[i] < 0 || layer_nodes_[i] >= nodes) continue;
+    node_index_ = layer_nodes_[i];
+    const onnx::NodeProto& n = g.node(node_index_);
+    check_inferred(n, w_.layers[i].output);
+    for (const TensorDesc& t : w_.layers[i].more_outputs)
+      if (!t.name.empty() &&
+          std::find(n.output().begin(), n.output().end(), t.name) != n.output().end())
+        check_inferred(n, t);
+  }
+  return "";
 }
 
 void OnnxImporter::track_batch() {
@@ -492,7 +507,6 @@ Layer& OnnxImporter::add_layer(const Node& n, LayerKind kind, std::vector<std::s
   l.kind = kind;
   l.inputs = std::move(inputs);
   l.output = {name, dtype, std::move(shape)};
-  check_inferred(n, l.output);
   w_.layers.push_back(std::move(l));
   layer_nodes_.push_back(node_index_);
   return w_.layers.back();

@@ -228,8 +228,6 @@ void OnnxImporter::import_batchnorm(const Node& n) {
     const bool var = n.output_size() > 2 && !n.output(2).empty();
     l.more_outputs = {{mean ? n.output(1) : "", DType::f32, stat},
                       {var ? n.output(2) : "", DType::f32, stat}};
-    for (const TensorDesc& t : l.more_outputs)
-      if (!t.name.empty()) check_inferred(n, t);
   }
   // (momentum is read only in training: ONNX ignores it at inference.)
 }
@@ -471,7 +469,6 @@ void OnnxImporter::import_topk(const Node& n) {
   }
   if (k == x.shape[axis] && !indices_read) return;
   l.more_outputs = {{named ? n.output(1) : l.name + ".indices", DType::i32, out}};
-  if (named) check_inferred(n, l.more_outputs[0]);
 }
 
 void OnnxImporter::import_layernorm(const Node& n) {
@@ -514,8 +511,6 @@ void OnnxImporter::import_layernorm(const Node& n) {
   if (mean || inv) {
     l.more_outputs = {{mean ? n.output(1) : "", DType::f32, stat},
                       {inv ? n.output(2) : "", DType::f32, stat}};
-    for (const TensorDesc& t : l.more_outputs)
-      if (!t.name.empty()) check_inferred(n, t);
   }
 }
 
