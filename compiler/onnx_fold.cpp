@@ -131,8 +131,10 @@ const onnx::AttributeProto* attr(const onnx::NodeProto& n, const std::string& na
   return nullptr;
 }
 
+// An attribute of another type is left to the importer, whose error names the node.
 int64_t attr_int(const onnx::NodeProto& n, const std::string& name, int64_t fallback) {
   const onnx::AttributeProto* a = attr(n, name);
+  if (a && a->type() != onnx::AttributeProto::INT) refuse(fmt::format("attribute '{}'", name));
   return a ? a->i() : fallback;
 }
 
@@ -146,6 +148,7 @@ bool attr_flag(const onnx::NodeProto& n, const std::string& name, bool fallback)
 std::optional<std::vector<int64_t>> attr_ints(const onnx::NodeProto& n, const std::string& name) {
   const onnx::AttributeProto* a = attr(n, name);
   if (!a) return std::nullopt;
+  if (a->type() != onnx::AttributeProto::INTS) refuse(fmt::format("attribute '{}'", name));
   return std::vector<int64_t>(a->ints().begin(), a->ints().end());
 }
 

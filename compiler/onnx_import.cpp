@@ -533,6 +533,20 @@ void OnnxImporter::import_node(const Node& n) {
         n, fmt::format("op domain '{}' is not supported (only the default domain)", n.domain()));
   // Every ONNX operator has a first output; the import of each names it.
   if (n.output_size() == 0 || n.output(0).empty()) throw error(n, "output 0 is missing");
+  // An attribute without the value of its type: ONNX's inference reads such an attribute as
+  // absent, where the imports and the folding would read the field's zero.
+  for (const onnx::AttributeProto& a : n.attribute()) {
+    using A = onnx::AttributeProto;
+    const bool has = a.type() == A::INT      ? a.has_i()
+                     : a.type() == A::FLOAT  ? a.has_f()
+                     : a.type() == A::STRING ? a.has_s()
+                     : a.type() == A::TENSOR ? a.has_t()
+                     : a.type() == A::GRAPH  ? a.has_g()
+                                             : true;
+    if (!has)
+      throw error(n, fmt::format("attribute '{}' of type {} has no value", a.name(),
+                                 A::AttributeType_Name(a.type())));
+  }
   // The inputs the op's ONNX schema requires at this opset: the imports and the folding read
   // them without asking.
   if (const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(
