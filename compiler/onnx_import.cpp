@@ -343,6 +343,11 @@ void OnnxImporter::add_constant_output(const onnx::TensorProto& c) {
     throw ConfigError(
         fmt::format("{}: graph output '{}' is a constant without data", file_, c.name()));
   TensorDesc value{c.name() + ".value", *dt, tensor_shape(c)};
+  if (value.shape.size() > 6)
+    throw ConfigError(fmt::format("{}: graph output '{}' {} has rank {}; fracsim takes tensors of "
+                                  "rank 6 or less",
+                                  file_, c.name(), isa::shape_str(value.shape),
+                                  value.shape.size()));
   w_.inputs.push_back(value);
   w_.contents[value.name] = tensor_bytes(c, *dt);
   w_.weights.insert(value.name);
@@ -358,7 +363,10 @@ void OnnxImporter::add_constant_output(const onnx::TensorProto& c) {
 
 void OnnxImporter::read_inputs() {
   const onnx::GraphProto& g = model_.graph();
-  for (const onnx::TensorProto& t : g.initializer()) constants_[t.name()] = t;
+  for (const onnx::TensorProto& t : g.initializer()) {
+    check_countable(t, file_);
+    constants_[t.name()] = t;
+  }
   for (const onnx::ValueInfoProto& v : g.input()) {
     if (v.has_type() && !v.type().has_tensor_type())
       throw ConfigError(fmt::format(
@@ -367,6 +375,7 @@ void OnnxImporter::read_inputs() {
                                        : (v.type().has_optional_type() ? "optional" : "map")));
     auto given = input_values_.find(v.name());
     if (given != input_values_.end()) {
+      check_countable(given->second, file_);
       constants_[v.name()] = given->second;
       continue;
     }
@@ -401,7 +410,7 @@ void OnnxImporter::read_inputs() {
     }
     int64_t elements = 1;
     for (int64_t e : t.shape)
-      if (__builtin_mul_overflow(elements, e, &elements) || elements > (int64_t{1} << 48))
+      if (__builtin_mul_overflow(elements, e, &elements) || elements > kMaxTensorElements)
         throw ConfigError(fmt::format("{}: input '{}': {} has more than 2^48 elements", file_,
                                       v.name(), isa::shape_str(t.shape)));
     w_.inputs.push_back(t);

@@ -538,6 +538,9 @@ void OnnxImporter::import_constant(const Node& n) {
     throw error(n, "the node has no value attribute");
   }
   t.set_name(n.output(0));
+  if (!countable(tensor_shape(t)))
+    throw error(n, fmt::format("the value's shape {} has a negative dim or more than 2^48 elements",
+                               isa::shape_str(tensor_shape(t))));
   if (w_.find_tensor(t.name()) || constants_.count(t.name()))
     throw error(n, fmt::format("output '{}' is already defined", t.name()));
   constants_[t.name()] = t;
