@@ -267,11 +267,8 @@ HostTensor reshape_to(HostTensor h, Shape s) {
 }
 
 HostTensor transpose(const HostTensor& x, const std::vector<int64_t>& perm) {
-  std::vector<int64_t> sorted = perm;
-  std::sort(sorted.begin(), sorted.end());
-  for (size_t i = 0; i < sorted.size(); ++i)
-    if (sorted.size() != x.shape.size() || sorted[i] != static_cast<int64_t>(i))
-      refuse(fmt::format("perm {} is not a permutation of the {} dims", perm, x.shape.size()));
+  if (!is_permutation(perm, x.shape.size()))
+    refuse(fmt::format("perm {} is not a permutation of the {} dims", perm, x.shape.size()));
   Shape out;
   for (int64_t p : perm) out.push_back(x.shape[p]);
   HostTensor y{x.type, out, {}};

@@ -308,12 +308,9 @@ void OnnxImporter::import_transpose(const Node& n) {
   std::vector<int64_t> perm(rank);
   for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(rank - 1 - i);
   perm = a.get_ints("perm").value_or(perm);
-  std::vector<int64_t> sorted = perm;
-  std::sort(sorted.begin(), sorted.end());
-  for (size_t i = 0; i < sorted.size(); ++i)
-    if (sorted[i] != static_cast<int64_t>(i) || sorted.size() != rank)
-      throw error(
-          n, fmt::format("attribute 'perm' = {} is no permutation of the {} dims", perm, rank));
+  if (!is_permutation(perm, rank))
+    throw error(n,
+                fmt::format("attribute 'perm' = {} is no permutation of the {} dims", perm, rank));
   Shape out;
   for (int64_t p : perm) out.push_back(x.shape[p]);
   Layer& l = add_layer(n, LayerKind::transpose, {x.name}, x.dtype, out);

@@ -17,6 +17,14 @@ bool countable(const isa::Shape& s) {
   return true;
 }
 
+bool is_permutation(const std::vector<int64_t>& perm, size_t rank) {
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  bool ok = sorted.size() == rank;
+  for (size_t i = 0; i < sorted.size(); ++i) ok = ok && sorted[i] == static_cast<int64_t>(i);
+  return ok;
+}
+
 isa::Shape tensor_shape(const onnx::TensorProto& t) {
   return isa::Shape(t.dims().begin(), t.dims().end());
 }

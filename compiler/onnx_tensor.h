@@ -18,6 +18,9 @@ namespace fracsim::compiler {
 // aside (a bool is a u8 of 0 or 1 and reads as UINT8); UNDEFINED for a dtype ONNX lacks.
 int32_t onnx_type_of(isa::DType d);
 
+// Whether `perm` orders 0..rank-1, each once (a Transpose's perm).
+bool is_permutation(const std::vector<int64_t>& perm, size_t rank);
+
 // numpy's broadcast of two shapes, or nothing when they do not broadcast.
 std::optional<isa::Shape> broadcast_shapes(const isa::Shape& a, const isa::Shape& b);
 
