@@ -87,7 +87,8 @@ class GraphLowering {
   View whole(int b) const;
   // The tensor `name` as a contiguous view; a strided one (a transpose) is copied first, once.
   View dense(const std::string& name);
-  // A contiguous view [d0, ..., dn-1] as [d0*...*dn-2, dn-1]; a rank-1 [N] as [1, N].
+  // A contiguous view [d0, ..., dn-1] as [d0*...*dn-2, dn-1]; a rank-1 [N] as [1, N], a
+  // scalar (rank 0) as [1, 1].
   static View as_matrix(View v);
   // A contiguous view as [prod(dims before l.axis), prod(the rest)] (as_matrix for the last).
   static View flat_rows(const View& v, const Layer& l);

@@ -160,7 +160,7 @@ View GraphLowering::as_matrix(View v) {
   int64_t rows = 1;
   for (size_t i = 0; i + 1 < v.shape.size(); ++i) rows *= v.shape[i];
   // Read before v is moved: the order in which arguments are evaluated is unspecified.
-  const int64_t cols = v.shape.back();
+  const int64_t cols = v.shape.empty() ? 1 : v.shape.back();
   return reshaped(std::move(v), {rows, cols});
 }
 

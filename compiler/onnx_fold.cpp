@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "compiler/onnx_tensor.h"
 #include "isa/dtype.h"
 
 namespace fracsim::compiler {
@@ -18,6 +19,8 @@ namespace {
 
 using T = onnx::TensorProto;
 using isa::Shape;
+
+[[noreturn]] void refuse(const std::string& why) { throw std::invalid_argument(why); }
 
 // Bytes per element of the types read from raw_data; 0 for the others.
 size_t raw_size(int32_t type) {
@@ -110,11 +113,12 @@ uint64_t to_bits(int32_t type, long double v) {
       return isa::half_from_double(static_cast<double>(v));
     case T::BOOL:
       return v != 0 ? 1 : 0;
-    case T::UINT64:
-      return std::isnan(v) ? 0 : static_cast<uint64_t>(v < 0 ? static_cast<int64_t>(v) : v);
     default:
-      // Integers: truncation toward zero, then the low bytes (two's complement wrap).
-      return std::isnan(v) ? 0 : static_cast<uint64_t>(static_cast<int64_t>(v));
+      // Integers: truncation toward zero, then the low bytes (two's complement wrap); a value
+      // beyond the 64-bit integers does not fold.
+      if (std::isnan(v)) return 0;
+      if (!(v >= -0x1p63L && v < 0x1p64L)) refuse(fmt::format("{} is no 64-bit integer", v));
+      return v < 0 ? static_cast<uint64_t>(static_cast<int64_t>(v)) : static_cast<uint64_t>(v);
   }
 }
 
@@ -123,16 +127,16 @@ void round_to(HostTensor& h) {
   for (long double& x : h.v) x = from_bits(h.type, to_bits(h.type, x));
 }
 
-[[noreturn]] void refuse(const std::string& why) { throw std::invalid_argument(why); }
-
 const onnx::AttributeProto* attr(const onnx::NodeProto& n, const std::string& name) {
   for (const onnx::AttributeProto& a : n.attribute())
     if (a.name() == name) return &a;
   return nullptr;
 }
 
+// An attribute of another type is left to the importer, whose error names the node.
 int64_t attr_int(const onnx::NodeProto& n, const std::string& name, int64_t fallback) {
   const onnx::AttributeProto* a = attr(n, name);
+  if (a && a->type() != onnx::AttributeProto::INT) refuse(fmt::format("attribute '{}'", name));
   return a ? a->i() : fallback;
 }
 
@@ -146,12 +150,19 @@ bool attr_flag(const onnx::NodeProto& n, const std::string& name, bool fallback)
 std::optional<std::vector<int64_t>> attr_ints(const onnx::NodeProto& n, const std::string& name) {
   const onnx::AttributeProto* a = attr(n, name);
   if (!a) return std::nullopt;
+  if (a->type() != onnx::AttributeProto::INTS) refuse(fmt::format("attribute '{}'", name));
   return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+// A value read as an int64 (truncated toward zero); refused beyond the int64 range.
+int64_t int_of(long double x) {
+  if (!(x >= -0x1p63L && x < 0x1p63L)) refuse(fmt::format("{} is no int64", x));
+  return static_cast<int64_t>(x);
 }
 
 std::vector<int64_t> ints_of(const HostTensor& h) {
   std::vector<int64_t> out;
-  for (long double x : h.v) out.push_back(static_cast<int64_t>(x));
+  for (long double x : h.v) out.push_back(int_of(x));
   return out;
 }
 
@@ -163,6 +174,20 @@ int64_t norm_axis(int64_t axis, size_t rank, const std::string& what) {
 }
 
 Shape strides_of(const Shape& s) { return isa::contiguous_strides(s); }
+
+// The most elements a folded result may have: folding is for shape computations; a larger
+// constant is imported as data (or refused).
+constexpr int64_t kMaxFoldElements = int64_t{1} << 24;
+
+// The shape of a result, refused when a dim is negative or it has more than kMaxFoldElements.
+Shape result_shape(Shape s) {
+  int64_t n = 1;
+  for (int64_t e : s)
+    if (e < 0 || __builtin_mul_overflow(n, e, &n) || n > kMaxFoldElements)
+      refuse(fmt::format("the result {} has a negative dim or more than 2^24 elements",
+                         isa::shape_str(s)));
+  return s;
+}
 
 // Numpy broadcasting of several shapes.
 Shape broadcast_shape(const std::vector<Shape>& shapes) {
@@ -208,7 +233,7 @@ HostTensor elementwise(const std::vector<const HostTensor*>& in, int32_t type,
                        const std::function<long double(const std::vector<long double>&)>& fn) {
   std::vector<Shape> shapes;
   for (const HostTensor* h : in) shapes.push_back(h->shape);
-  HostTensor out{type, broadcast_shape(shapes), {}};
+  HostTensor out{type, result_shape(broadcast_shape(shapes)), {}};
   std::vector<long double> args(in.size());
   each_index(out.shape, [&](const std::vector<int64_t>& idx) {
     for (size_t k = 0; k < in.size(); ++k) args[k] = at_broadcast(*in[k], idx);
@@ -235,13 +260,17 @@ long double arith(const std::string& op, int32_t type, long double a, long doubl
 }
 
 HostTensor reshape_to(HostTensor h, Shape s) {
+  if (!countable(s) || static_cast<size_t>(isa::num_elements(s)) != h.v.size())
+    refuse(fmt::format("{} elements viewed as {}", h.v.size(), isa::shape_str(s)));
   h.shape = std::move(s);
   return h;
 }
 
 HostTensor transpose(const HostTensor& x, const std::vector<int64_t>& perm) {
+  if (!is_permutation(perm, x.shape.size()))
+    refuse(fmt::format("perm {} is not a permutation of the {} dims", perm, x.shape.size()));
   Shape out;
-  for (int64_t p : perm) out.push_back(x.shape.at(p));
+  for (int64_t p : perm) out.push_back(x.shape[p]);
   HostTensor y{x.type, out, {}};
   const Shape st = strides_of(x.shape);
   each_index(out, [&](const std::vector<int64_t>& idx) {
@@ -304,7 +333,7 @@ std::optional<HostTensor> host_tensor(const onnx::TensorProto& t) {
   h.type = t.data_type();
   h.shape = Shape(t.dims().begin(), t.dims().end());
   const size_t size = raw_size(h.type);
-  if (size == 0 || t.data_location() == T::EXTERNAL) return std::nullopt;
+  if (size == 0 || t.data_location() == T::EXTERNAL || !countable(h.shape)) return std::nullopt;
   const size_t count = static_cast<size_t>(isa::num_elements(h.shape));
   if (!t.raw_data().empty()) {
     if (t.raw_data().size() != count * size) return std::nullopt;
@@ -477,10 +506,8 @@ std::vector<HostTensor> fold_node(const onnx::NodeProto& n, int64_t opset,
   if (op == "Expand") {
     const HostTensor& a = x();
     const std::vector<int64_t> shape = ints_of(need(in, 1, "shape"));
-    HostTensor ones{a.type, Shape(shape.begin(), shape.end()), {}};
-    ones.v.assign(static_cast<size_t>(std::max<int64_t>(0, isa::num_elements(ones.shape))), 0);
-    for (int64_t e : shape)
-      if (e < 0) refuse(fmt::format("shape {}", shape));
+    HostTensor ones{a.type, result_shape(Shape(shape.begin(), shape.end())), {}};
+    ones.v.assign(static_cast<size_t>(isa::num_elements(ones.shape)), 0);
     return {
         elementwise({&a, &ones}, a.type, [](const std::vector<long double>& v) { return v[0]; })};
   }
@@ -492,19 +519,20 @@ std::vector<HostTensor> fold_node(const onnx::NodeProto& n, int64_t opset,
       value = *v;
     }
     const std::vector<int64_t> shape = ints_of(x());
-    for (int64_t e : shape)
-      if (e < 0) refuse(fmt::format("shape {}", shape));
-    HostTensor out{value.type, Shape(shape.begin(), shape.end()), {}};
+    HostTensor out{value.type, result_shape(Shape(shape.begin(), shape.end())), {}};
     out.v.assign(static_cast<size_t>(isa::num_elements(out.shape)), value.v[0]);
     return {out};
   }
   if (op == "Range") {
     const HostTensor &s = need(in, 0, "start"), &l = need(in, 1, "limit"),
                      &d = need(in, 2, "delta");
-    const long double start = s.v.at(0), limit = l.v.at(0), delta = d.v.at(0);
+    if (s.v.size() != 1 || l.v.size() != 1 || d.v.size() != 1)
+      refuse("start, limit and delta must be one number each");
+    const long double start = s.v[0], limit = l.v[0], delta = d.v[0];
     if (delta == 0) refuse("a delta of 0");
-    const int64_t count =
-        std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
+    const long double steps = std::ceil((limit - start) / delta);  // NaN or infinite too
+    if (!(steps <= kMaxFoldElements)) refuse(fmt::format("{} elements", steps));
+    const int64_t count = steps > 0 ? static_cast<int64_t>(steps) : 0;
     HostTensor out{s.type, {count}, {}};
     for (int64_t i = 0; i < count; ++i) out.v.push_back(start + i * delta);
     round_to(out);
@@ -555,7 +583,11 @@ std::vector<HostTensor> fold_node(const onnx::NodeProto& n, int64_t opset,
       if (!axes) refuse("axes are missing");
       const size_t rank = a.shape.size() + axes->size();
       std::vector<bool> inserted(rank, false);
-      for (int64_t ax : *axes) inserted[norm_axis(ax, rank, "axis")] = true;
+      for (int64_t ax : *axes) {
+        const int64_t i = norm_axis(ax, rank, "axis");
+        if (inserted[i]) refuse(fmt::format("axes {} repeat an axis", *axes));
+        inserted[i] = true;
+      }
       Shape s;
       size_t k = 0;
       for (size_t i = 0; i < rank; ++i) s.push_back(inserted[i] ? 1 : a.shape.at(k++));
@@ -574,8 +606,16 @@ std::vector<HostTensor> fold_node(const onnx::NodeProto& n, int64_t opset,
     const int64_t axis = norm_axis(attr_int(n, "axis", 0), first.shape.size(), "axis");
     Shape out = first.shape;
     out[axis] = 0;
-    for (size_t i = 0; i < in.size(); ++i) out[axis] += need(in, i, "input").shape.at(axis);
-    HostTensor y{first.type, out, {}};
+    for (size_t i = 0; i < in.size(); ++i) {
+      const Shape& s = need(in, i, "input").shape;
+      Shape off = s;
+      if (s.size() == first.shape.size()) off[axis] = first.shape[axis];
+      if (off != first.shape)
+        refuse(fmt::format("inputs {} and {} differ off the axis", isa::shape_str(first.shape),
+                           isa::shape_str(s)));
+      out[axis] += s[axis];
+    }
+    HostTensor y{first.type, result_shape(out), {}};
     int64_t outer = 1;
     for (int64_t i = 0; i < axis; ++i) outer *= out[i];
     for (int64_t o = 0; o < outer; ++o)
@@ -593,6 +633,7 @@ std::vector<HostTensor> fold_node(const onnx::NodeProto& n, int64_t opset,
     Shape out(a.shape.begin(), a.shape.begin() + axis);
     out.insert(out.end(), idx.shape.begin(), idx.shape.end());
     out.insert(out.end(), a.shape.begin() + axis + 1, a.shape.end());
+    result_shape(out);
     int64_t outer = 1, inner = 1;
     for (int64_t i = 0; i < axis; ++i) outer *= a.shape[i];
     for (size_t i = axis + 1; i < a.shape.size(); ++i) inner *= a.shape[i];
@@ -600,7 +641,7 @@ std::vector<HostTensor> fold_node(const onnx::NodeProto& n, int64_t opset,
     HostTensor y{a.type, out, {}};
     for (int64_t o = 0; o < outer; ++o)
       for (long double iv : idx.v) {
-        int64_t k = static_cast<int64_t>(iv);
+        int64_t k = int_of(iv);
         if (k < 0) k += dim;
         if (k < 0 || k >= dim) refuse(fmt::format("index {} out of range", iv));
         const auto b = a.v.begin() + (o * dim + k) * inner;

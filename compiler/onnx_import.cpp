@@ -1,5 +1,6 @@
 #include "compiler/onnx_import.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -7,6 +8,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
 #include "compiler/onnx_fold.h"
@@ -206,10 +208,6 @@ Workload OnnxImporter::run() {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
   w_.name = name.empty() ? std::filesystem::path(file_).stem().string() : name;
   w_.file = file_;
-  // ONNX's own shape inference, as a check of the shapes the importer works out per node (it
-  // cannot see the values given to inputs, so it leaves some shapes open).
-  // A model it rejects is an error too, reported after the import's own checks (which name
-  // the node and attribute at fault, when there is one).
   // A tensor declared twice (a graph input, output or value_info) with two fixed shapes is the
   // model's contradiction; ONNX's inference would take one of them and disagree with the nodes.
   {
@@ -231,44 +229,16 @@ Workload OnnxImporter::run() {
     for (const auto& v : g.output()) declare(v, "a graph output");
     for (const auto& v : g.value_info()) declare(v, "a value_info");
   }
-  inferred_model_ = model_;
-  std::string rejected;
-  // ONNX's shape inference trusts the graph to define each tensor once, before its use:
-  // libonnx 1.12 crashes on an EyeLike of an undefined tensor, and a tensor defined by two
-  // nodes gets the later one's shape. Such a model is not given to it, and the import below
-  // refuses the node at fault.
-  std::set<std::string> defined;
-  for (const auto& v : g.input()) defined.insert(v.name());
-  for (const auto& t : g.initializer()) defined.insert(t.name());
-  bool well_formed = true;
-  for (const onnx::NodeProto& n : g.node()) {
-    for (const std::string& in : n.input())
-      well_formed = well_formed && (in.empty() || defined.count(in) > 0);
-    for (const std::string& out : n.output())
-      well_formed = well_formed && (out.empty() || defined.insert(out).second);
-  }
-  try {
-    if (well_formed) onnx::shape_inference::InferShapes(inferred_model_);
-  } catch (const std::exception& e) {
-    rejected = e.what();
-  }
-  auto note = [&](const onnx::ValueInfoProto& v) {
-    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
-    isa::Shape s;
-    for (const auto& d : v.type().tensor_type().shape().dim()) {
-      if (!d.has_dim_value()) return;
-      s.push_back(d.dim_value());
-    }
-    inferred_[v.name()] = s;
-  };
-  if (well_formed && rejected.empty()) {
-    for (const auto& v : inferred_model_.graph().value_info()) note(v);
-    for (const auto& v : inferred_model_.graph().output()) note(v);
-  }
-
   read_inputs();
-  for (node_index_ = 0; node_index_ < g.node_size(); ++node_index_)
-    import_node(g.node(node_index_));
+  try {
+    for (node_index_ = 0; node_index_ < g.node_size(); ++node_index_)
+      import_node(g.node(node_index_));
+  } catch (const ConfigError&) {
+    // A shape of an earlier node that ONNX's inference disagrees with is the first error.
+    check_shapes(node_index_);
+    throw;
+  }
+  const std::string rejected = check_shapes(g.node_size());
   for (const onnx::ValueInfoProto& out : g.output()) {
     auto c = constants_.find(out.name());
     if (!w_.find_tensor(out.name()) && c != constants_.end()) add_constant_output(c->second);
@@ -292,6 +262,53 @@ Workload OnnxImporter::run() {
   if (w_.layers.empty()) throw ConfigError(fmt::format("{}: the graph has no nodes", file_));
   if (tracker_) track_batch();
   return std::move(w_);
+}
+
+std::string OnnxImporter::check_shapes(int nodes) {
+  onnx::ModelProto model = model_;
+  onnx::GraphProto& g = *model.mutable_graph();
+  g.mutable_node()->DeleteSubrange(nodes, g.node_size() - nodes);
+  // ONNX's shape inference trusts the graph to define each tensor once, before its use:
+  // libonnx 1.12 crashes on an EyeLike of an undefined tensor, and a tensor defined by two
+  // nodes gets the later one's shape. Such a model is not given to it (the import refuses the
+  // node at fault).
+  std::set<std::string> defined;
+  for (const auto& v : g.input()) defined.insert(v.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  for (const onnx::NodeProto& n : g.node()) {
+    for (const std::string& in : n.input())
+      if (!in.empty() && !defined.count(in)) return "";
+    for (const std::string& out : n.output())
+      if (!out.empty() && !defined.insert(out).second) return "";
+  }
+  try {
+    onnx::shape_inference::InferShapes(model);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  auto note = [&](const onnx::ValueInfoProto& v) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
+    isa::Shape s;
+    for (const auto& d : v.type().tensor_type().shape().dim()) {
+      if (!d.has_dim_value()) return;
+      s.push_back(d.dim_value());
+    }
+    inferred_[v.name()] = s;
+  };
+  for (const auto& v : g.value_info()) note(v);
+  for (const auto& v : g.output()) note(v);
+  for (size_t i = 0; i < w_.layers.size(); ++i) {
+    // (A node the import refused may have added layers before it did.)
+    if (layer_nodes_[i] < 0 || layer_nodes_[i] >= nodes) continue;
+    node_index_ = layer_nodes_[i];
+    const onnx::NodeProto& n = g.node(node_index_);
+    check_inferred(n, w_.layers[i].output);
+    for (const TensorDesc& t : w_.layers[i].more_outputs)
+      if (!t.name.empty() &&
+          std::find(n.output().begin(), n.output().end(), t.name) != n.output().end())
+        check_inferred(n, t);
+  }
+  return "";
 }
 
 void OnnxImporter::track_batch() {
@@ -326,6 +343,11 @@ void OnnxImporter::add_constant_output(const onnx::TensorProto& c) {
     throw ConfigError(
         fmt::format("{}: graph output '{}' is a constant without data", file_, c.name()));
   TensorDesc value{c.name() + ".value", *dt, tensor_shape(c)};
+  if (value.shape.size() > 6)
+    throw ConfigError(fmt::format("{}: graph output '{}' {} has rank {}; fracsim takes tensors of "
+                                  "rank 6 or less",
+                                  file_, c.name(), isa::shape_str(value.shape),
+                                  value.shape.size()));
   w_.inputs.push_back(value);
   w_.contents[value.name] = tensor_bytes(c, *dt);
   w_.weights.insert(value.name);
@@ -341,7 +363,10 @@ void OnnxImporter::add_constant_output(const onnx::TensorProto& c) {
 
 void OnnxImporter::read_inputs() {
   const onnx::GraphProto& g = model_.graph();
-  for (const onnx::TensorProto& t : g.initializer()) constants_[t.name()] = t;
+  for (const onnx::TensorProto& t : g.initializer()) {
+    check_countable(t, file_);
+    constants_[t.name()] = t;
+  }
   for (const onnx::ValueInfoProto& v : g.input()) {
     if (v.has_type() && !v.type().has_tensor_type())
       throw ConfigError(fmt::format(
@@ -350,6 +375,7 @@ void OnnxImporter::read_inputs() {
                                        : (v.type().has_optional_type() ? "optional" : "map")));
     auto given = input_values_.find(v.name());
     if (given != input_values_.end()) {
+      check_countable(given->second, file_);
       constants_[v.name()] = given->second;
       continue;
     }
@@ -384,7 +410,7 @@ void OnnxImporter::read_inputs() {
     }
     int64_t elements = 1;
     for (int64_t e : t.shape)
-      if (__builtin_mul_overflow(elements, e, &elements) || elements > (int64_t{1} << 48))
+      if (__builtin_mul_overflow(elements, e, &elements) || elements > kMaxTensorElements)
         throw ConfigError(fmt::format("{}: input '{}': {} has more than 2^48 elements", file_,
                                       v.name(), isa::shape_str(t.shape)));
     w_.inputs.push_back(t);
@@ -441,6 +467,7 @@ const TensorDesc& OnnxImporter::data(const Node& n, int i, std::vector<isa::DTyp
 
 std::vector<int64_t> OnnxImporter::constant_ints(const Node& n, int i,
                                                  const std::string& what) const {
+  if (!has_input(n, i)) throw error(n, fmt::format("input {} ({}) is missing", i, what));
   const std::string& name = n.input(i);
   auto c = constants_.find(name);
   if (c == constants_.end())
@@ -489,7 +516,6 @@ Layer& OnnxImporter::add_layer(const Node& n, LayerKind kind, std::vector<std::s
   l.kind = kind;
   l.inputs = std::move(inputs);
   l.output = {name, dtype, std::move(shape)};
-  check_inferred(n, l.output);
   w_.layers.push_back(std::move(l));
   layer_nodes_.push_back(node_index_);
   return w_.layers.back();
@@ -516,6 +542,34 @@ void OnnxImporter::import_node(const Node& n) {
         n, fmt::format("op domain '{}' is not supported (only the default domain)", n.domain()));
   // Every ONNX operator has a first output; the import of each names it.
   if (n.output_size() == 0 || n.output(0).empty()) throw error(n, "output 0 is missing");
+  // An attribute without the value of its type: ONNX's inference reads such an attribute as
+  // absent, where the imports and the folding would read the field's zero.
+  for (const onnx::AttributeProto& a : n.attribute()) {
+    using A = onnx::AttributeProto;
+    const bool has = a.type() == A::INT      ? a.has_i()
+                     : a.type() == A::FLOAT  ? a.has_f()
+                     : a.type() == A::STRING ? a.has_s()
+                     : a.type() == A::TENSOR ? a.has_t()
+                     : a.type() == A::GRAPH  ? a.has_g()
+                                             : true;
+    if (!has)
+      throw error(n, fmt::format("attribute '{}' of type {} has no value", a.name(),
+                                 A::AttributeType_Name(a.type())));
+  }
+  // The inputs the op's ONNX schema requires at this opset: the imports and the folding read
+  // them without asking.
+  if (const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(
+          n.op_type(), static_cast<int>(std::clamp<int64_t>(opset_, 0, kMaxOnnxOpset)))) {
+    const std::vector<onnx::OpSchema::FormalParameter>& formal = schema->inputs();
+    for (int i = 0; i < static_cast<int>(formal.size()); ++i) {
+      if (formal[i].GetOption() == onnx::OpSchema::Single && !has_input(n, i))
+        throw error(n, fmt::format("input {} is missing", i));
+      if (formal[i].GetOption() == onnx::OpSchema::Variadic &&
+          n.input_size() < i + formal[i].GetMinArity())
+        throw error(n, fmt::format("{} inputs; the op takes {} or more", n.input_size(),
+                                   i + formal[i].GetMinArity()));
+    }
+  }
   if (fold(n)) return;
   using Import = std::function<void(OnnxImporter&, const Node&)>;
   static const std::map<std::string, Import> kOps = {

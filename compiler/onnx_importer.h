@@ -67,7 +67,13 @@ class OnnxImporter {
   void track_batch();
   void add_constant_output(const onnx::TensorProto& c);
   void import_node(const Node& n);
-  // Compares a layer's output shapes with what ONNX's own shape inference found.
+  // ONNX's own shape inference of the model's first `nodes` nodes (those the import accepted:
+  // libonnx 1.12 crashes on some it refuses, e.g. a ConvTranspose of a weight of rank < 2), as
+  // a check of the shapes the import worked out for their layers (it cannot see the values
+  // given to inputs, so it leaves some shapes open). Returns why it rejects the model, if it
+  // does: an error too, reported after the import's own checks.
+  std::string check_shapes(int nodes);
+  // Compares one of a layer's output shapes with what ONNX's own shape inference found.
   void check_inferred(const Node& n, const TensorDesc& t) const;
 
   // Input i of the node as a tensor of the workload (a constant becomes a weight on first use);
@@ -201,7 +207,6 @@ class OnnxImporter {
   std::map<std::string, isa::Shape> inferred_;  // static shapes from ONNX shape inference
   // The shapes the model declares (graph inputs, outputs, value_info), and as what.
   std::map<std::string, std::pair<isa::Shape, const char*>> declared_;
-  onnx::ModelProto inferred_model_;
   BatchTracker* tracker_;
   std::vector<int> layer_nodes_;
   std::string fold_refusal_;  // why the last node on constants did not fold  // per layer of w_,

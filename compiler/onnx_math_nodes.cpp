@@ -172,6 +172,11 @@ void OnnxImporter::import_prelu(const Node& n) {
   check_outputs(n, 1);
   const TensorDesc x = data(n, 0);
   const TensorDesc s = data(n, 1);
+  // The slope broadcasts one way: the output has X's shape.
+  auto b = broadcast_shapes(x.shape, s.shape);
+  if (!b || *b != x.shape)
+    throw error(n, fmt::format("input '{}' (slope) {} does not broadcast to X '{}' {}", s.name,
+                               isa::shape_str(s.shape), x.name, isa::shape_str(x.shape)));
   const std::string zero = scalar_constant(n, "zero", 0, x.dtype);
   const std::string pos = step(n, "positive", LayerKind::eltwise, "max", {x.name, zero});
   const std::string neg = step(n, "negative", LayerKind::eltwise, "min", {x.name, zero});

@@ -102,6 +102,9 @@ void OnnxImporter::import_matmul(const Node& n) {
   NodeAttrs a(*this, n, {});
   check_outputs(n, 1);
   const TensorDesc x = data(n, 0), y = data(n, 1);
+  // numpy's matmul: a scalar does not multiply.
+  require_rank(n, x, 1, 6);
+  require_rank(n, y, 1, 6);
   Shape sa = x.shape, sb = y.shape;
   if (sa.size() == 1) sa.insert(sa.begin(), 1);
   if (sb.size() == 1) sb.push_back(1);
@@ -225,8 +228,6 @@ void OnnxImporter::import_batchnorm(const Node& n) {
     const bool var = n.output_size() > 2 && !n.output(2).empty();
     l.more_outputs = {{mean ? n.output(1) : "", DType::f32, stat},
                       {var ? n.output(2) : "", DType::f32, stat}};
-    for (const TensorDesc& t : l.more_outputs)
-      if (!t.name.empty()) check_inferred(n, t);
   }
   // (momentum is read only in training: ONNX ignores it at inference.)
 }
@@ -307,12 +308,9 @@ void OnnxImporter::import_transpose(const Node& n) {
   std::vector<int64_t> perm(rank);
   for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(rank - 1 - i);
   perm = a.get_ints("perm").value_or(perm);
-  std::vector<int64_t> sorted = perm;
-  std::sort(sorted.begin(), sorted.end());
-  for (size_t i = 0; i < sorted.size(); ++i)
-    if (sorted[i] != static_cast<int64_t>(i) || sorted.size() != rank)
-      throw error(
-          n, fmt::format("attribute 'perm' = {} is no permutation of the {} dims", perm, rank));
+  if (!is_permutation(perm, rank))
+    throw error(n,
+                fmt::format("attribute 'perm' = {} is no permutation of the {} dims", perm, rank));
   Shape out;
   for (int64_t p : perm) out.push_back(x.shape[p]);
   Layer& l = add_layer(n, LayerKind::transpose, {x.name}, x.dtype, out);
@@ -468,7 +466,6 @@ void OnnxImporter::import_topk(const Node& n) {
   }
   if (k == x.shape[axis] && !indices_read) return;
   l.more_outputs = {{named ? n.output(1) : l.name + ".indices", DType::i32, out}};
-  if (named) check_inferred(n, l.more_outputs[0]);
 }
 
 void OnnxImporter::import_layernorm(const Node& n) {
@@ -511,8 +508,6 @@ void OnnxImporter::import_layernorm(const Node& n) {
   if (mean || inv) {
     l.more_outputs = {{mean ? n.output(1) : "", DType::f32, stat},
                       {inv ? n.output(2) : "", DType::f32, stat}};
-    for (const TensorDesc& t : l.more_outputs)
-      if (!t.name.empty()) check_inferred(n, t);
   }
 }
 
@@ -540,6 +535,9 @@ void OnnxImporter::import_constant(const Node& n) {
     throw error(n, "the node has no value attribute");
   }
   t.set_name(n.output(0));
+  if (!countable(tensor_shape(t)))
+    throw error(n, fmt::format("the value's shape {} has a negative dim or more than 2^48 elements",
+                               isa::shape_str(tensor_shape(t))));
   if (w_.find_tensor(t.name()) || constants_.count(t.name()))
     throw error(n, fmt::format("output '{}' is already defined", t.name()));
   constants_[t.name()] = t;

@@ -10,8 +10,31 @@
 
 namespace fracsim::compiler {
 
+bool countable(const isa::Shape& s) {
+  int64_t n = 1;
+  for (int64_t e : s)
+    if (e < 0 || __builtin_mul_overflow(n, e, &n) || n > kMaxTensorElements) return false;
+  return true;
+}
+
+bool is_permutation(const std::vector<int64_t>& perm, size_t rank) {
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  bool ok = sorted.size() == rank;
+  for (size_t i = 0; i < sorted.size(); ++i) ok = ok && sorted[i] == static_cast<int64_t>(i);
+  return ok;
+}
+
 isa::Shape tensor_shape(const onnx::TensorProto& t) {
   return isa::Shape(t.dims().begin(), t.dims().end());
+}
+
+void check_countable(const onnx::TensorProto& t, const std::string& file) {
+  const isa::Shape s = tensor_shape(t);
+  if (!countable(s))
+    throw ConfigError(fmt::format("{}: tensor '{}': the shape {} has a negative dim or more than "
+                                  "2^48 elements",
+                                  file, t.name(), isa::shape_str(s)));
 }
 
 bool tensor_has_data(const onnx::TensorProto& t) {

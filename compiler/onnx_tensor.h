@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <onnx/onnx_pb.h>
@@ -17,8 +18,18 @@ namespace fracsim::compiler {
 // aside (a bool is a u8 of 0 or 1 and reads as UINT8); UNDEFINED for a dtype ONNX lacks.
 int32_t onnx_type_of(isa::DType d);
 
+// Whether `perm` orders 0..rank-1, each once (a Transpose's perm).
+bool is_permutation(const std::vector<int64_t>& perm, size_t rank);
+
 // numpy's broadcast of two shapes, or nothing when they do not broadcast.
 std::optional<isa::Shape> broadcast_shapes(const isa::Shape& a, const isa::Shape& b);
+
+// The most elements a tensor of the model may have.
+constexpr int64_t kMaxTensorElements = int64_t{1} << 48;
+// Whether no dim of `s` is negative and it has at most kMaxTensorElements elements.
+bool countable(const isa::Shape& s);
+// ConfigError "FILE: tensor 'NAME': ..." unless the tensor's dims are countable.
+void check_countable(const onnx::TensorProto& t, const std::string& file);
 
 isa::Shape tensor_shape(const onnx::TensorProto& t);
 // Whether the tensor carries its elements (an initializer may come without, or with external

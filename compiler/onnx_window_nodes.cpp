@@ -194,7 +194,6 @@ void OnnxImporter::import_pool(const Node& n, LayerKind kind) {
   if (l.storage_order != 0 && l.storage_order != 1)
     throw error(n, fmt::format("attribute 'storage_order' = {} is not 0 or 1", l.storage_order));
   l.more_outputs = {{n.output(1), DType::i32, l.output.shape}};
-  check_inferred(n, l.more_outputs[0]);
 }
 
 void OnnxImporter::import_global_pool(const Node& n, LayerKind kind) {

@@ -21,6 +21,15 @@ class OnnxModelBuilder {
     value(model_.mutable_graph()->add_input(), name, type, dims);
     return *this;
   }
+  // An input of rank 0 (a shape without dims).
+  OnnxModelBuilder& scalar_input(const std::string& name, int32_t type) {
+    onnx::ValueInfoProto* v = model_.mutable_graph()->add_input();
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(type);
+    t->mutable_shape();
+    return *this;
+  }
   // An input whose first dim is the symbol `param`.
   OnnxModelBuilder& dynamic_input(const std::string& name, const std::string& param) {
     onnx::ValueInfoProto* v = model_.mutable_graph()->add_input();

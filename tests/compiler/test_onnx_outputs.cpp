@@ -139,3 +139,17 @@ TEST_CASE("an empty tensor through Reshape: no instruction, an empty output") {
   CHECK(symbol(p, "r").tensor.shape == Shape{3, 4, 0});
   CHECK(isa::num_elements(symbol(p, "r").tensor.shape) == 0);
 }
+
+// Found by fuzzing: the lowering of a unary op read the last dim of a scalar's empty shape.
+TEST_CASE("a unary op of a scalar: one activation of one element, a rank-0 output") {
+  OnnxModelBuilder b(13);
+  b.scalar_input("x", kFloat).output("y", kFloat, {});
+  b.node("Neg", {"x"}, {"y"}, "neg");
+  const isa::Program p = compiler::compile(
+      compiler::import_onnx(b.model(), "m.onnx", {{"x", floats({}, {2.5f})}}), ops());
+  REQUIRE(op_names(p) == std::vector<std::string>{"activation neg"});
+  CHECK(p.instructions[0].operands[0].shape == Shape{1, 1, 1, 1, 1, 1});
+  CHECK(p.instructions[0].operands[1].shape == Shape{1, 1, 1, 1, 1, 1});
+  CHECK(symbol(p, "y").tensor.shape == Shape{});
+  CHECK(values<float>(p, isa::run_reference(p, ops()), "y") == std::vector<float>{-2.5f});
+}
