@@ -313,7 +313,7 @@ TEST_CASE("what the front end does not support is an error naming file, node, op
   CHECK(import_error(binary(onnx::TensorProto::UINT16, "Add")) ==
         "m.onnx: node 'e' (Add): input 'x' has dtype u16; this op takes f32, i32, u8, f64");
   CHECK(import_error(binary(onnx::TensorProto::INT8, "Mul")) ==
-        "m.onnx: node 'e' (Mul): input 'x' has dtype i8; this op takes f32, i32, u8");
+        "m.onnx: node 'e' (Mul): input 'x' has dtype i8; this op takes f32, i32, u8, f64");
   CHECK(import_error(binary(onnx::TensorProto::UINT16, "Max")) == "no error");
   {
     // Empty tensors pass through Reshape only.
