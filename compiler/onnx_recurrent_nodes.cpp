@@ -303,28 +303,27 @@ void OnnxImporter::import_recurrent(const Node& n, Recurrent kind) {
     }
   }
 
-  // Stacks `pieces` along the time or direction axis of the output `name` (`whole`): each viewed
-  // [1, B, H] (layout 1: [B, 1, H]) and concatenated, then viewed as the output.
+  // Stacks `pieces` [B, H] along the time or direction axis of the output `name` (`whole`), by
+  // a concat then a view: along axis 0 of [pieces B, H] (so that each H is written in place in
+  // its slice), or with layout 1 along axis 1 of [B, pieces, H] (each H viewed [B, 1, H]).
   auto stack = [&](const std::vector<std::string>& pieces, const Shape& whole,
                    const std::string& name) {
     if (pieces.size() == 1) {
       add_layer(n, LayerKind::reshape, {pieces[0]}, DType::f32, whole, name);
       return;
     }
-    const size_t axis = batchwise ? 1 : 0;
-    const Shape piece = batchwise ? Shape{batch, 1, H} : Shape{1, batch, H};
-    std::vector<std::string> views;
-    for (size_t k = 0; k < pieces.size(); ++k)
-      views.push_back(add_layer(n, LayerKind::reshape, {pieces[k]}, DType::f32, piece,
-                                fmt::format("{}.part{}", name, k))
-                          .name);
-    Shape joined = piece;
-    joined[axis] = static_cast<int64_t>(pieces.size());
-    const bool last = joined == whole;
+    const int64_t count = static_cast<int64_t>(pieces.size());
+    std::vector<std::string> parts = pieces;
+    if (batchwise)
+      for (size_t k = 0; k < pieces.size(); ++k)
+        parts[k] = add_layer(n, LayerKind::reshape, {pieces[k]}, DType::f32, {batch, 1, H},
+                             fmt::format("{}.part{}", name, k))
+                       .name;
     Layer& l =
-        add_layer(n, LayerKind::concat, views, DType::f32, joined, last ? name : name + ".stacked");
-    l.axis = static_cast<int64_t>(axis);
-    if (!last) add_layer(n, LayerKind::reshape, {name + ".stacked"}, DType::f32, whole, name);
+        add_layer(n, LayerKind::concat, parts, DType::f32,
+                  batchwise ? Shape{batch, count, H} : Shape{count * batch, H}, name + ".stacked");
+    l.axis = batchwise ? 1 : 0;
+    add_layer(n, LayerKind::reshape, {name + ".stacked"}, DType::f32, whole, name);
   };
   auto named = [&](int i) { return i < n.output_size() && !n.output(i).empty(); };
   if (named(0)) {
