@@ -499,7 +499,8 @@ void OnnxImporter::require_rank(const Node& n, const TensorDesc& t, size_t lo, s
 
 Layer& OnnxImporter::add_layer(const Node& n, LayerKind kind, std::vector<std::string> inputs,
                                isa::DType dtype, isa::Shape shape, const std::string& layer) {
-  if (n.output_size() < 1 || n.output(0).empty()) throw error(n, "the node has no output");
+  if (layer.empty() && (n.output_size() < 1 || n.output(0).empty()))
+    throw error(n, "the node has no output");
   const std::string name = layer.empty() ? n.output(0) : layer;
   if (w_.find_tensor(name) || constants_.count(name))
     throw error(n, fmt::format("output '{}' is already defined", name));
@@ -536,43 +537,29 @@ void OnnxImporter::check_inferred(const Node& n, const TensorDesc& t) const {
       file_, n.name(), n.op_type(), t.name, isa::shape_str(t.shape), isa::shape_str(it->second)));
 }
 
+namespace {
+
+// Whether a node of the op may leave its first output out: the recurrent ops may (every output
+// of theirs is optional in ONNX, Y too); every other op names it.
+enum class FirstOutput { required, optional };
+
+// How an op is imported.
+struct OpImport {
+  using Import = std::function<void(OnnxImporter&, const onnx::NodeProto&)>;
+  template <typename F>
+  OpImport(F f, FirstOutput first = FirstOutput::required)  // NOLINT: the table lists lambdas
+      : run(std::move(f)), first_output(first) {}
+  Import run;
+  FirstOutput first_output;
+};
+
+}  // namespace
+
 void OnnxImporter::import_node(const Node& n) {
   if (!n.domain().empty() && n.domain() != "ai.onnx")
     throw error(
         n, fmt::format("op domain '{}' is not supported (only the default domain)", n.domain()));
-  // Every ONNX operator has a first output; the import of each names it.
-  if (n.output_size() == 0 || n.output(0).empty()) throw error(n, "output 0 is missing");
-  // An attribute without the value of its type: ONNX's inference reads such an attribute as
-  // absent, where the imports and the folding would read the field's zero.
-  for (const onnx::AttributeProto& a : n.attribute()) {
-    using A = onnx::AttributeProto;
-    const bool has = a.type() == A::INT      ? a.has_i()
-                     : a.type() == A::FLOAT  ? a.has_f()
-                     : a.type() == A::STRING ? a.has_s()
-                     : a.type() == A::TENSOR ? a.has_t()
-                     : a.type() == A::GRAPH  ? a.has_g()
-                                             : true;
-    if (!has)
-      throw error(n, fmt::format("attribute '{}' of type {} has no value", a.name(),
-                                 A::AttributeType_Name(a.type())));
-  }
-  // The inputs the op's ONNX schema requires at this opset: the imports and the folding read
-  // them without asking.
-  if (const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(
-          n.op_type(), static_cast<int>(std::clamp<int64_t>(opset_, 0, kMaxOnnxOpset)))) {
-    const std::vector<onnx::OpSchema::FormalParameter>& formal = schema->inputs();
-    for (int i = 0; i < static_cast<int>(formal.size()); ++i) {
-      if (formal[i].GetOption() == onnx::OpSchema::Single && !has_input(n, i))
-        throw error(n, fmt::format("input {} is missing", i));
-      if (formal[i].GetOption() == onnx::OpSchema::Variadic &&
-          n.input_size() < i + formal[i].GetMinArity())
-        throw error(n, fmt::format("{} inputs; the op takes {} or more", n.input_size(),
-                                   i + formal[i].GetMinArity()));
-    }
-  }
-  if (fold(n)) return;
-  using Import = std::function<void(OnnxImporter&, const Node&)>;
-  static const std::map<std::string, Import> kOps = {
+  static const std::map<std::string, OpImport> kOps = {
       {"Conv", [](OnnxImporter& im, const Node& n) { im.import_conv(n); }},
       {"ConvTranspose", [](OnnxImporter& im, const Node& n) { im.import_conv_transpose(n); }},
       {"MaxPool", [](OnnxImporter& im, const Node& n) { im.import_pool(n, LayerKind::maxpool); }},
@@ -704,8 +691,50 @@ void OnnxImporter::import_node(const Node& n) {
       {"EyeLike", [](OnnxImporter& im, const Node& n) { im.import_eyelike(n); }},
       {"OneHot", [](OnnxImporter& im, const Node& n) { im.import_onehot(n); }},
       {"CumSum", [](OnnxImporter& im, const Node& n) { im.import_cumsum(n); }},
+      {"Einsum", [](OnnxImporter& im, const Node& n) { im.import_einsum(n); }},
+      {"RNN",
+       {[](OnnxImporter& im, const Node& n) { im.import_recurrent(n, Recurrent::rnn); },
+        FirstOutput::optional}},
+      {"GRU",
+       {[](OnnxImporter& im, const Node& n) { im.import_recurrent(n, Recurrent::gru); },
+        FirstOutput::optional}},
+      {"LSTM",
+       {[](OnnxImporter& im, const Node& n) { im.import_recurrent(n, Recurrent::lstm); },
+        FirstOutput::optional}},
   };
   auto op = kOps.find(n.op_type());
+  const bool first_optional = op != kOps.end() && op->second.first_output == FirstOutput::optional;
+  if (!first_optional && (n.output_size() == 0 || n.output(0).empty()))
+    throw error(n, "output 0 is missing");
+  // An attribute without the value of its type: ONNX's inference reads such an attribute as
+  // absent, where the imports and the folding would read the field's zero.
+  for (const onnx::AttributeProto& a : n.attribute()) {
+    using A = onnx::AttributeProto;
+    const bool has = a.type() == A::INT      ? a.has_i()
+                     : a.type() == A::FLOAT  ? a.has_f()
+                     : a.type() == A::STRING ? a.has_s()
+                     : a.type() == A::TENSOR ? a.has_t()
+                     : a.type() == A::GRAPH  ? a.has_g()
+                                             : true;
+    if (!has)
+      throw error(n, fmt::format("attribute '{}' of type {} has no value", a.name(),
+                                 A::AttributeType_Name(a.type())));
+  }
+  // The inputs the op's ONNX schema requires at this opset: the imports and the folding read
+  // them without asking.
+  if (const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(
+          n.op_type(), static_cast<int>(std::clamp<int64_t>(opset_, 0, kMaxOnnxOpset)))) {
+    const std::vector<onnx::OpSchema::FormalParameter>& formal = schema->inputs();
+    for (int i = 0; i < static_cast<int>(formal.size()); ++i) {
+      if (formal[i].GetOption() == onnx::OpSchema::Single && !has_input(n, i))
+        throw error(n, fmt::format("input {} is missing", i));
+      if (formal[i].GetOption() == onnx::OpSchema::Variadic &&
+          n.input_size() < i + formal[i].GetMinArity())
+        throw error(n, fmt::format("{} inputs; the op takes {} or more", n.input_size(),
+                                   i + formal[i].GetMinArity()));
+    }
+  }
+  if (fold(n)) return;
   if (op == kOps.end() && fold_ops().count(n.op_type())) {
     std::string data_input;
     for (const std::string& in : n.input())
@@ -723,7 +752,7 @@ void OnnxImporter::import_node(const Node& n) {
     throw error(n, fmt::format("op {} is not supported (fracsim imports {})", n.op_type(),
                                fmt::join(names, ", ")));
   }
-  op->second(*this, n);
+  op->second.run(*this, n);
 }
 
 }  // namespace fracsim::compiler

@@ -19,6 +19,9 @@ namespace fracsim::compiler {
 
 class OnnxImporter;
 
+// The recurrent ops, unrolled over the sequence at import (onnx_recurrent_nodes.cpp).
+enum class Recurrent { rnn, gru, lstm };
+
 // The dtypes of the first operand of `op`'s dtype rows (isa/ops/*.yaml) that hold with the enum
 // attribute `attr` = `value`, in row order: what a layer lowered to that op can take.
 std::vector<isa::DType> isa_input_dtypes(const std::string& op, const std::string& attr,
@@ -161,6 +164,18 @@ class OnnxImporter {
   void import_eyelike(const Node& n);
   void import_onehot(const Node& n);
   void import_cumsum(const Node& n);
+  // onnx_einsum_nodes.cpp: the contraction forms as transposes, views, reduce sums and matmuls.
+  void import_einsum(const Node& n);
+  // onnx_recurrent_nodes.cpp: RNN, GRU and LSTM, one cell per step and direction.
+  void import_recurrent(const Node& n, Recurrent kind);
+  // Along `axis` of the tensor `input`, `count` elements from `start` (a strided view named
+  // `name`); with `drop`, that view is "<name>.slice" and `name` the view without the axis
+  // (count 1).
+  std::string slice_axis(const Node& n, const std::string& input, size_t axis, int64_t start,
+                         int64_t count, const std::string& name, bool drop = false);
+  // What the steps of a composition are named after: the node's first named output (output 0
+  // but for the recurrent ops, whose outputs are all optional).
+  std::string composite_base(const Node& n) const;
   std::optional<HostTensor> optional_constant(const Node& n, int i, const std::string& what) const;
   // A composition's pieces: a constant scalar "<output>.<suffix>" of `dtype`; a layer
   // "<output>.<suffix>" (the node's output itself when suffix is empty) of kind/fn over

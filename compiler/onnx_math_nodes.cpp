@@ -25,7 +25,7 @@ using isa::Shape;
 
 std::string OnnxImporter::scalar_constant(const Node& n, const std::string& suffix, double value,
                                           DType dtype) {
-  const std::string name = n.output(0) + "." + suffix;
+  const std::string name = composite_base(n) + "." + suffix;
   HostTensor h{onnx_type_of(dtype), {}, {static_cast<long double>(value)}};
   constants_[name] = to_proto(h, name);
   return name;
@@ -33,9 +33,15 @@ std::string OnnxImporter::scalar_constant(const Node& n, const std::string& suff
 
 std::string OnnxImporter::constant_tensor(const Node& n, const std::string& suffix,
                                           const HostTensor& value) {
-  const std::string name = n.output(0) + "." + suffix;
+  const std::string name = composite_base(n) + "." + suffix;
   constants_[name] = to_proto(value, name);
   return data_by_name(n, name).name;
+}
+
+std::string OnnxImporter::composite_base(const Node& n) const {
+  for (const std::string& out : n.output())
+    if (!out.empty()) return out;
+  throw error(n, "the node has no output");
 }
 
 std::string OnnxImporter::step(const Node& n, const std::string& suffix, LayerKind kind,
@@ -62,7 +68,7 @@ std::string OnnxImporter::step(const Node& n, const std::string& suffix, LayerKi
   if (kind == LayerKind::compare) dtype = DType::u8;
   if (out_dtype) dtype = *out_dtype;
   Layer& l = add_layer(n, kind, std::move(inputs), dtype, shape,
-                       suffix.empty() ? "" : n.output(0) + "." + suffix);
+                       suffix.empty() ? "" : composite_base(n) + "." + suffix);
   l.fn = fn;
   return l.name;
 }

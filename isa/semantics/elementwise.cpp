@@ -6,7 +6,8 @@
 // for x < 0, and 0 for 0); max and min are exact. u8 is numpy's uint8: add, sub and mul wrap
 // modulo 2^8, div is floor division (with the rule above for x / 0). u16, u32, u64, i64, f16 and
 // f64 have max and min only: exact, f16 compared through its value, NaN propagating as in f32;
-// f64 also add (C's double add). f64 activations (exp, log) are computed and kept in double.
+// f64 also add and mul (C's double ops). f64 activations (exp, log) are computed and kept in
+// double.
 // Activations on integers read the input as fixed point with `frac_bits` fraction bits: out =
 // saturate(round_half_even(f(x / 2^frac_bits) * 2^frac_bits)). Float activations other than relu
 // and leaky_relu are computed in double precision and rounded once to f32.

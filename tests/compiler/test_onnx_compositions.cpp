@@ -1,7 +1,8 @@
 // ONNX ops imported as compositions of existing layers (onnx_resize_nodes.cpp,
-// onnx_layout_nodes.cpp) and ReduceProd: the instructions they lower to, the interpolation
-// weights Resize builds, the values the reference semantics give (worked out by hand), and the
-// errors for what they refuse.
+// onnx_layout_nodes.cpp, onnx_einsum_nodes.cpp, onnx_recurrent_nodes.cpp) and ReduceProd: the
+// instructions they lower to, the interpolation weights Resize builds, the values the reference
+// semantics give (worked out by hand, or ONNX's reference where it says so), and the errors for
+// what they refuse.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -196,4 +197,157 @@ TEST_CASE("ReduceProd is the reduce op's fn prod, i32 wrapping") {
   CHECK(op_names(p) == std::vector<std::string>{"reduce prod"});
   // 65536 * 65537 = 2^32 + 2^16 wraps to 65536.
   CHECK(values<int32_t>(p, isa::run_reference(p, ops()), "y") == std::vector<int32_t>{65536, -20});
+}
+
+TEST_CASE("LSTM unrolled: one projection gemm, then per step the gates as activations on slices") {
+  // S = 2 steps, batch 1, input 2, hidden 2; gates i, o, f, c of 2 rows each.
+  OnnxModelBuilder b(14);
+  b.input("X", kFloat, {2, 1, 2}).output("Y", kFloat, {}).output("Y_h", kFloat, {});
+  std::vector<float> w, r, bias;
+  for (int k = 0; k < 16; ++k) w.push_back(static_cast<float>(k - 8) / 20);
+  for (int k = 0; k < 16; ++k) r.push_back(static_cast<float>(k % 5 - 2) / 10);
+  for (int k = 0; k < 16; ++k) bias.push_back(k < 8 ? 0.1f : -0.05f);  // Wb, then Rb
+  b.floats("W", {1, 8, 2}, w).floats("R", {1, 8, 2}, r).floats("B", {1, 16}, bias);
+  set_attr(b.node("LSTM", {"X", "W", "R", "B"}, {"Y", "Y_h"}, "lstm"), "hidden_size", int64_t{2});
+  const isa::Program p = compile(b, {{"X", tensor(kFloat, {2, 1, 2}, {1, 2, 3, -1})}});
+  // Wb + Rb once; X [2, 2] W^T + bias for both steps; step 0 (no initial state: no recurrent
+  // gemm, C = i c~): sigmoid of i, o, f at once, tanh of c~, i c~, tanh C, o tanh C; step 1: H R^T
+  // onto its projection (matmul, add), the same activations, C = f C + i c~ (mul, mul, add) and
+  // H. Each H is written in place into its slice of Y (a concat); Y_h is a view of the last.
+  CHECK(op_names(p) ==
+        std::vector<std::string>{"eltwise add",            // bias
+                                 "matmul", "eltwise add",  // projection
+                                 "activation sigmoid", "activation tanh", "eltwise mul",  // step 0
+                                 "activation tanh", "eltwise mul",                        //
+                                 "matmul", "eltwise add",                                 // step 1
+                                 "activation sigmoid", "activation tanh", "eltwise mul",  //
+                                 "eltwise mul", "eltwise add", "activation tanh", "eltwise mul"});
+  CHECK(symbol(p, "Y_h").tensor.address == symbol(p, "Y").tensor.address + 2 * 4);
+  const std::vector<uint8_t> image = isa::run_reference(p, ops());
+  // ONNX's reference (onnx.backend.test.case.node.lstm's LSTM_Helper, in double): the f32
+  // steps agree to 1e-6 relative.
+  const std::vector<double> y = {0.06353385001420975, 0.11364860087633133, 0.07962287962436676,
+                                 0.14109131693840027};
+  const std::vector<float> got = values<float>(p, image, "Y");
+  REQUIRE(got.size() == y.size());
+  for (size_t i = 0; i < y.size(); ++i) CHECK(got[i] == doctest::Approx(y[i]).epsilon(1e-6));
+  CHECK(values<float>(p, image, "Y_h") == std::vector<float>(got.begin() + 2, got.end()));
+}
+
+TEST_CASE("LSTM, GRU and RNN refuse what they cannot unroll, naming the node") {
+  auto model = [](int64_t gates) {
+    OnnxModelBuilder b(14);
+    b.input("X", kFloat, {2, 1, 2}).output("Y_h", kFloat, {});
+    b.floats("W", {1, 2 * gates, 2}, std::vector<float>(4 * gates, 0.1f));
+    b.floats("R", {1, 2 * gates, 2}, std::vector<float>(4 * gates, 0.1f));
+    return b;
+  };
+  {
+    OnnxModelBuilder b = model(4);
+    b.ints("lens", {1});
+    b.node("LSTM", {"X", "W", "R", "", "lens"}, {"", "Y_h"}, "l");
+    CHECK(import_error(b, {}) ==
+          "m.onnx: node 'l' (LSTM): sequence_lens [1] is not the sequence length 2 for each of "
+          "the 1 batch entries (fracsim unrolls the whole sequence)");
+  }
+  {
+    OnnxModelBuilder b = model(3);
+    set_attr(b.node("GRU", {"X", "W", "R"}, {"", "Y_h"}, "g"), "clip", 1.0f);
+    CHECK(import_error(b, {}) == "m.onnx: node 'g' (GRU): attribute 'clip' is not supported");
+  }
+  {
+    OnnxModelBuilder b = model(1);
+    onnx::NodeProto& n = b.node("RNN", {"X", "W", "R"}, {"", "Y_h"}, "r");
+    onnx::AttributeProto* a = n.add_attribute();
+    a->set_name("activations");
+    a->set_type(onnx::AttributeProto::STRINGS);
+    a->add_strings("HardSigmoid");
+    CHECK(import_error(b, {}) ==
+          "m.onnx: node 'r' (RNN): activation 'HardSigmoid' is not supported (fracsim has Elu, "
+          "LeakyRelu, Relu, Sigmoid, Softplus, Softsign, Tanh, ThresholdedRelu)");
+  }
+  {
+    // Every output of the recurrent ops is optional, but one must be used.
+    OnnxModelBuilder b = model(1);
+    b.node("RNN", {"X", "W", "R"}, {"", ""}, "r");
+    CHECK(import_error(b, {}) == "m.onnx: node 'r' (RNN): the node has no output");
+  }
+}
+
+TEST_CASE("Einsum: a batched matmul with b transposed by a view, f64 as a mul and a reduce sum") {
+  OnnxModelBuilder b(12);
+  b.input("x", kFloat, {2, 1, 2}).input("w", kFloat, {2, 3, 2}).output("y", kFloat, {});
+  set_attr(b.node("Einsum", {"x", "w"}, {"y"}, "e"), "equation", std::string("bij, bkj -> bik"));
+  const isa::Program p =
+      compile(b, {{"x", tensor(kFloat, {2, 1, 2}, {1, 2, -1, 3})},
+                  {"w", tensor(kFloat, {2, 3, 2}, {1, 0, 0, 1, 1, 1, 2, 0, 0, 2, 1, -1})}});
+  // w seen [b, j, k] through strides: one matmul over both batches.
+  CHECK(op_names(p) == std::vector<std::string>{"matmul"});
+  // Batch 0: [1, 2] . rows [1, 0], [0, 1], [1, 1]; batch 1: [-1, 3] . [2, 0], [0, 2], [1, -1].
+  CHECK(values<float>(p, isa::run_reference(p, ops()), "y") ==
+        std::vector<float>{1, 2, 3, -2, 6, -4});
+
+  // ONNX's test_einsum_batch_matmul in miniature (f64): [1, 2, 2] x [1, 2, 1].
+  OnnxModelBuilder d(12);
+  d.input("x", onnx::TensorProto::DOUBLE, {1, 2, 2})
+      .input("y", onnx::TensorProto::DOUBLE, {1, 2, 1});
+  d.output("z", onnx::TensorProto::DOUBLE, {});
+  set_attr(d.node("Einsum", {"x", "y"}, {"z"}, "e"), "equation", std::string("bij,bjk->bik"));
+  auto doubles = [](std::vector<int64_t> dims, const std::vector<double>& v) {
+    onnx::TensorProto t;
+    t.set_data_type(onnx::TensorProto::DOUBLE);
+    for (int64_t e : dims) t.add_dims(e);
+    for (double x : v) t.add_double_data(x);
+    return t;
+  };
+  const isa::Program q = compile(
+      d, {{"x", doubles({1, 2, 2}, {0.5, 0.25, 3, -1})}, {"y", doubles({1, 2, 1}, {0.1, 0.2})}});
+  CHECK(op_names(q) == std::vector<std::string>{"eltwise mul", "reduce sum"});
+  // 0.5 * 0.1 + 0.25 * 0.2 and 3 * 0.1 - 1 * 0.2, each product and sum rounded once in double.
+  CHECK(values<double>(q, isa::run_reference(q, ops()), "z") ==
+        std::vector<double>{0.5 * 0.1 + 0.25 * 0.2, 3 * 0.1 + -1 * 0.2});
+}
+
+TEST_CASE("Einsum: a batch diagonal is a strided view, a trace its reduce sum") {
+  OnnxModelBuilder b(12);
+  b.input("x", kFloat, {2, 3, 3}).output("y", kFloat, {}).output("t", kFloat, {});
+  set_attr(b.node("Einsum", {"x"}, {"y"}, "diag"), "equation", std::string("...ii->...i"));
+  set_attr(b.node("Einsum", {"x"}, {"t"}, "trace"), "equation", std::string("bii"));
+  std::vector<double> x;
+  for (int k = 0; k < 18; ++k) x.push_back(k);
+  const isa::Program p = compile(b, {{"x", tensor(kFloat, {2, 3, 3}, x)}});
+  // The diagonal needs no instruction of its own: the output copies it ("bii" implicitly keeps b
+  // only, the letter used once).
+  CHECK(op_names(p) == std::vector<std::string>{"eltwise max", "reduce sum"});
+  const std::vector<uint8_t> image = isa::run_reference(p, ops());
+  CHECK(values<float>(p, image, "y") == std::vector<float>{0, 4, 8, 9, 13, 17});
+  CHECK(values<float>(p, image, "t") == std::vector<float>{12, 39});
+}
+
+TEST_CASE("Einsum refuses what it cannot do, naming the node") {
+  auto einsum = [](const std::string& eq, std::vector<std::vector<int64_t>> shapes) {
+    OnnxModelBuilder b(12);
+    std::vector<std::string> ins;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      ins.push_back("x" + std::to_string(i));
+      b.input(ins.back(), kFloat, shapes[i]);
+    }
+    b.output("y", kFloat, {});
+    set_attr(b.node("Einsum", ins, {"y"}, "e"), "equation", eq);
+    return b;
+  };
+  CHECK(import_error(einsum("ij,jk,kl->il", {{2, 2}, {2, 2}, {2, 2}}), {}) ==
+        "m.onnx: node 'e' (Einsum): equation 'ij,jk,kl->il': an Einsum of 3 operands is not "
+        "supported (one or two)");
+  CHECK(import_error(einsum("ij,j->i", {{2, 3}, {1}}), {}) ==
+        "m.onnx: node 'e' (Einsum): equation 'ij,j->i': 'j' has the extents 3 and 1 "
+        "(broadcasting is not supported)");
+  CHECK(import_error(einsum("i1->i", {{2, 3}}), {}) ==
+        "m.onnx: node 'e' (Einsum): equation 'i1->i': '1' is no subscript (letters and one "
+        "'...' per term)");
+  CHECK(import_error(einsum("ij->k", {{2, 3}}), {}) ==
+        "m.onnx: node 'e' (Einsum): equation 'ij->k': output subscript 'k' is in no operand");
+  CHECK(import_error(einsum("ijk->i", {{2, 3}}), {}) ==
+        "m.onnx: node 'e' (Einsum): equation 'ijk->i': operand 0 has 3 subscripts for input "
+        "'x0' [2,3]");
 }

@@ -60,16 +60,17 @@ std::string import_error(const OnnxModelBuilder& b) {
 const char* kSupported =
     "Abs, Acos, Acosh, Add, And, ArgMax, ArgMin, Asin, Asinh, Atan, Atanh, AveragePool, "
     "BatchNormalization, Cast, CastLike, Ceil, Celu, Clip, Concat, Constant, Conv, ConvTranspose, "
-    "Cos, Cosh, CumSum, DepthToSpace, Div, Dropout, Elu, Equal, Erf, Exp, Expand, EyeLike, "
-    "Flatten, Floor, Gather, GatherElements, Gemm, GlobalAveragePool, GlobalMaxPool, Greater, "
-    "GreaterOrEqual, HardSigmoid, HardSwish, Hardmax, Identity, InstanceNormalization, IsInf, "
-    "LRN, LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, MatMul, Max, "
-    "MaxPool, Mean, MeanVarianceNormalization, Min, Mod, Mul, Neg, NegativeLogLikelihoodLoss, "
-    "Not, OneHot, Or, PRelu, Pad, Pow, Reciprocal, ReduceL1, ReduceL2, ReduceLogSum, "
-    "ReduceLogSumExp, ReduceMax, ReduceMean, ReduceMin, ReduceProd, ReduceSum, ReduceSumSquare, "
-    "Relu, Reshape, Resize, Round, Selu, Shrink, Sigmoid, Sign, Sin, Sinh, Slice, Softmax, "
-    "SoftmaxCrossEntropyLoss, Softplus, Softsign, SpaceToDepth, Split, Sqrt, Squeeze, Sub, Sum, "
-    "Tan, Tanh, ThresholdedRelu, Tile, TopK, Transpose, Trilu, Unsqueeze, Upsample, Where, Xor";
+    "Cos, Cosh, CumSum, DepthToSpace, Div, Dropout, Einsum, Elu, Equal, Erf, Exp, Expand, "
+    "EyeLike, Flatten, Floor, GRU, Gather, GatherElements, Gemm, GlobalAveragePool, "
+    "GlobalMaxPool, Greater, GreaterOrEqual, HardSigmoid, HardSwish, Hardmax, Identity, "
+    "InstanceNormalization, IsInf, LRN, LSTM, LayerNormalization, LeakyRelu, Less, LessOrEqual, "
+    "Log, LogSoftmax, MatMul, Max, MaxPool, Mean, MeanVarianceNormalization, Min, Mod, Mul, Neg, "
+    "NegativeLogLikelihoodLoss, Not, OneHot, Or, PRelu, Pad, Pow, RNN, Reciprocal, ReduceL1, "
+    "ReduceL2, ReduceLogSum, ReduceLogSumExp, ReduceMax, ReduceMean, ReduceMin, ReduceProd, "
+    "ReduceSum, ReduceSumSquare, Relu, Reshape, Resize, Round, Selu, Shrink, Sigmoid, Sign, Sin, "
+    "Sinh, Slice, Softmax, SoftmaxCrossEntropyLoss, Softplus, Softsign, SpaceToDepth, Split, "
+    "Sqrt, Squeeze, Sub, Sum, Tan, Tanh, ThresholdedRelu, Tile, TopK, Transpose, Trilu, "
+    "Unsqueeze, Upsample, Where, Xor";
 
 }  // namespace
 
@@ -313,7 +314,7 @@ TEST_CASE("what the front end does not support is an error naming file, node, op
   CHECK(import_error(binary(onnx::TensorProto::UINT16, "Add")) ==
         "m.onnx: node 'e' (Add): input 'x' has dtype u16; this op takes f32, i32, u8, f64");
   CHECK(import_error(binary(onnx::TensorProto::INT8, "Mul")) ==
-        "m.onnx: node 'e' (Mul): input 'x' has dtype i8; this op takes f32, i32, u8");
+        "m.onnx: node 'e' (Mul): input 'x' has dtype i8; this op takes f32, i32, u8, f64");
   CHECK(import_error(binary(onnx::TensorProto::UINT16, "Max")) == "no error");
   {
     // Empty tensors pass through Reshape only.

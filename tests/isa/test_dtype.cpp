@@ -222,9 +222,10 @@ TEST_CASE("a dtype row with `only:` holds for its fn values alone, messages say 
   const std::vector<TensorRef> f64 = {rank6(0, DType::f64, {2}), rank6(64, DType::f64, {2}),
                                       rank6(128, DType::f64, {2})};
   CHECK(bind_error(instruction("eltwise", f64, {kAdd})) == "no error");
+  CHECK(bind_error(instruction("eltwise", f64, {kMul})) == "no error");
   CHECK(bind_error(instruction("eltwise", f64, {kDiv})) ==
-        "t: eltwise: dtype combination (f64,f64,f64) is accepted only with fn = add or max or min "
-        "or fmod");
+        "t: eltwise: dtype combination (f64,f64,f64) is accepted only with fn = add or mul or max "
+        "or min or fmod");
   const std::vector<TensorRef> bf16 = {rank6(0, DType::bf16, {2}), rank6(64, DType::bf16, {2}),
                                        rank6(128, DType::bf16, {2})};
   CHECK(bind_error(instruction("eltwise", bf16, {kMax})) ==
