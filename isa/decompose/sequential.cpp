@@ -282,6 +282,20 @@ std::vector<int64_t> choose_tiling(const OpDef& op, const OpTable& ops, const In
     tile[best] = ceil_div(tile[best], 2);
     fp = best_fp;
   }
+  // The taps split only once every other tile was 1: grow the parallel dims back, each in turn
+  // as far as the piece still fits, so that a window larger than the memory does not make every
+  // output its own piece.
+  bool taps_split = false;
+  for (size_t d = 0; d < nd; ++d) taps_split = taps_split || (op.is_taps(d) && tile[d] < ext[d]);
+  for (size_t d = 0; d < nd && taps_split; ++d) {
+    if (op.dims[d].kind != DimKind::parallel) continue;
+    while (tile[d] < ext[d]) {
+      std::vector<int64_t> t = tile;
+      t[d] = std::min(ext[d], 2 * t[d]);
+      if (cost(t) > limit) break;
+      tile = std::move(t);
+    }
+  }
   if (budget.model && budget.model->policy() == Policy::search)
     tile = searched_tiling(op, ops, instr, budget, tile, cost, limit);
   return tile;
