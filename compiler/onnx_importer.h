@@ -27,6 +27,9 @@ enum class Recurrent { rnn, gru, lstm };
 std::vector<isa::DType> isa_input_dtypes(const std::string& op, const std::string& attr,
                                          const std::string& value);
 
+// The dtypes the convert op converts between (isa/ops/convert.yaml: every pair of them).
+const std::vector<isa::DType>& convert_dtypes();
+
 // The attributes of one node: every attribute must be read through this (or listed as
 // ignored), so that an attribute fracsim does not handle is an error rather than skipped.
 class NodeAttrs {

@@ -19,13 +19,6 @@ namespace {
 using isa::DType;
 using isa::Shape;
 
-// The dtypes the convert op converts between (isa/ops/convert.yaml: every pair of them).
-const std::vector<DType>& convert_dtypes() {
-  static const std::vector<DType> kTypes = {DType::f32, DType::f16, DType::f64, DType::i32,
-                                            DType::i64, DType::i8,  DType::i16, DType::u8};
-  return kTypes;
-}
-
 std::vector<DType> select_dtypes() {
   const isa::OpDef& def = isa::OpTable::builtin().get("select");
   std::vector<DType> out;
@@ -36,6 +29,12 @@ std::vector<DType> select_dtypes() {
 int64_t axis_in(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
 
 }  // namespace
+
+const std::vector<DType>& convert_dtypes() {
+  static const std::vector<DType> kTypes = {DType::f32, DType::f16, DType::f64, DType::i32,
+                                            DType::i64, DType::i8,  DType::i16, DType::u8};
+  return kTypes;
+}
 
 // Cast to the same dtype is a view; to bool, x != 0; from bool, its 0 or 1 converted.
 void OnnxImporter::import_cast(const Node& n, bool like) {

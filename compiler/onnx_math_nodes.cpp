@@ -197,6 +197,20 @@ void OnnxImporter::import_binary_fn(const Node& n, const std::string& onnx_fn) {
   const std::string fn = mod && a.get_bool("fmod", false) ? "fmod" : onnx_fn;
   const std::vector<DType> types = isa_input_dtypes("eltwise", "fn", fn);
   const TensorDesc x = data(n, 0, types);
+  const std::vector<DType>& convertible = convert_dtypes();
+  if (fn == "pow" && data(n, 1, convertible).dtype != x.dtype) {
+    // ONNX's Pow takes an exponent of its own dtype: an integer one is converted to x's dtype
+    // (exact: f32 holds integers below 2^24 exactly, the integers widen); a float exponent of
+    // an integer base is not (its fraction would be lost).
+    const TensorDesc e = data(n, 1, convertible);
+    if (isa::is_integer(x.dtype) && !isa::is_integer(e.dtype))
+      throw error(n, fmt::format("an {} base with an {} exponent is not supported (only an "
+                                 "integer exponent of an integer base)",
+                                 isa::dtype_name(x.dtype), isa::dtype_name(e.dtype)));
+    const std::string y = step(n, "exponent", LayerKind::convert, "", {e.name}, x.dtype);
+    step(n, "", LayerKind::eltwise, fn, {x.name, y});
+    return;
+  }
   const TensorDesc y = data(n, 1, types);
   if (x.dtype != y.dtype)
     throw error(n, fmt::format("inputs of dtypes {} and {}", isa::dtype_name(x.dtype),

@@ -4,8 +4,8 @@
 // Integer rules: add, sub and mul wrap around in i32 (the accumulator type) and saturate in i8
 // and i16; div truncates toward zero and saturates (x / 0 is the dtype's max for x > 0, its min
 // for x < 0, and 0 for 0); max and min are exact. u8 is numpy's uint8: add, sub and mul wrap
-// modulo 2^8, div is floor division (with the rule above for x / 0). u16, u32, u64, i64, f16 and
-// f64 have max and min only: exact, f16 compared through its value, NaN propagating as in f32;
+// modulo 2^8, div is floor division (with the rule above for x / 0). i64 add, sub and mul wrap
+// around; i32 and i64 pow multiply out, wrapping. u16, u32, u64, i64, f16 and f64 have max and min: exact, f16 compared through its value, NaN propagating as in f32;
 // f64 also add and mul (C's double ops). f64 activations (exp, log) are computed and kept in
 // double.
 // Activations on integers read the input as fixed point with `frac_bits` fraction bits: out =
@@ -37,8 +37,25 @@ T remainder(const std::string& fn, T x, T y) {
   }
 }
 
+// x^y of i32 or i64, multiplied out with wrap-around; a negative exponent gives the real
+// result truncated toward zero.
+template <typename T>
+T integer_pow(T x, T y) {
+  if (y < 0) return x == 1 ? T(1) : (x == -1 ? (y % 2 == 0 ? T(1) : T(-1)) : T(0));
+  using U = std::make_unsigned_t<T>;
+  U r = 1, b = static_cast<U>(x);
+  for (U e = static_cast<U>(y); e != 0; e >>= 1) {
+    if (e & 1) r = static_cast<U>(r * b);
+    b = static_cast<U>(b * b);
+  }
+  return static_cast<T>(r);
+}
+
 template <typename T>
 T binary(const std::string& fn, T x, T y) {
+  if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>) {
+    if (fn == "pow") return integer_pow(x, y);
+  }
   if constexpr (std::is_same_v<T, Half>) {
     if (fn == "fmod") return Half{half_from_double(std::fmod(x.value(), y.value()))};
   } else {
@@ -64,7 +81,14 @@ T binary(const std::string& fn, T x, T y) {
     if (fn == "min") return x < y || std::isnan(x) ? x : y;
   } else if constexpr (sizeof(T) == 8 || std::is_same_v<T, uint16_t> ||
                        std::is_same_v<T, uint32_t>) {
-    // u16, u32, u64, i64: max and min only.
+    // i64 add, sub and mul wrap around (numpy's int64).
+    if constexpr (std::is_same_v<T, int64_t>) {
+      using U = uint64_t;
+      if (fn == "add") return static_cast<T>(static_cast<U>(x) + static_cast<U>(y));
+      if (fn == "sub") return static_cast<T>(static_cast<U>(x) - static_cast<U>(y));
+      if (fn == "mul") return static_cast<T>(static_cast<U>(x) * static_cast<U>(y));
+    }
+    // u16, u32, u64, i64: max and min.
     if (fn == "max") return std::max(x, y);
     if (fn == "min") return std::min(x, y);
   } else if constexpr (std::is_same_v<T, uint8_t>) {

@@ -25,7 +25,7 @@ using fracsim::testing::rank6;
 const OpTable& ops() { return OpTable::builtin(); }
 
 // eltwise fn indices, in isa/ops/eltwise.yaml order (pinned in test_reference.cpp).
-enum EltFn : int64_t { kAdd, kSub, kMul, kDiv, kMax, kMin };
+enum EltFn : int64_t { kAdd, kSub, kMul, kDiv, kMax, kMin, kPow };
 
 // Runs an eltwise of n elements of `dt`: a at 0, b at 64, out at 128.
 void eltwise(DType dt, int64_t n, EltFn fn, std::vector<uint8_t>& mem) {
@@ -154,6 +154,33 @@ TEST_CASE("eltwise u8 is numpy's uint8: add, sub, mul wrap modulo 2^8, div floor
   CHECK(get<uint8_t>(mem, 128, 6) == std::vector<uint8_t>{200, 5, 16, 255, 7, 0});
   eltwise(DType::u8, 6, kMin, mem);
   CHECK(get<uint8_t>(mem, 128, 6) == std::vector<uint8_t>{100, 3, 16, 255, 0, 0});
+}
+
+TEST_CASE("eltwise i32 and i64 pow multiply out with wrap-around and i64 add, sub, mul wrap") {
+  // By hand: 3^4 = 81, (-2)^3 = -8, 2^31 wraps to -2^31 in i32, 7^0 = 1; a negative exponent
+  // truncates toward zero: 5^-1 = 0, 1^-5 = 1, (-1)^-3 = -1, (-1)^-2 = 1.
+  std::vector<uint8_t> mem(256, 0);
+  put<int32_t>(mem, 0, {3, -2, 2, 7, 5, 1, -1, -1});
+  put<int32_t>(mem, 64, {4, 3, 31, 0, -1, -5, -3, -2});
+  eltwise(DType::i32, 8, kPow, mem);
+  CHECK(get<int32_t>(mem, 128, 8) ==
+        std::vector<int32_t>{81, -8, INT32_MIN, 1, 0, 1, -1, 1});
+  // i64: 2^63 wraps to -2^63, 10^18 is exact, 3^40 = 12157665459056928801 is past 2^63: it
+  // reads as 3^40 - 2^64.
+  put<int64_t>(mem, 0, {2, 10, 3});
+  put<int64_t>(mem, 64, {63, 18, 40});
+  eltwise(DType::i64, 3, kPow, mem);
+  CHECK(get<int64_t>(mem, 128, 3) ==
+        std::vector<int64_t>{INT64_MIN, 1000000000000000000, -6289078614652622815});
+  // i64 add, sub and mul wrap around as numpy's int64.
+  put<int64_t>(mem, 0, {INT64_MAX, INT64_MIN, 4294967296});
+  put<int64_t>(mem, 64, {1, 1, 4294967296});
+  eltwise(DType::i64, 3, kAdd, mem);
+  CHECK(get<int64_t>(mem, 128, 3) == std::vector<int64_t>{INT64_MIN, INT64_MIN + 1, 8589934592});
+  eltwise(DType::i64, 3, kSub, mem);
+  CHECK(get<int64_t>(mem, 128, 3) == std::vector<int64_t>{INT64_MAX - 1, INT64_MAX, 0});
+  eltwise(DType::i64, 3, kMul, mem);
+  CHECK(get<int64_t>(mem, 128, 3) == std::vector<int64_t>{INT64_MAX, INT64_MIN, 0});
 }
 
 TEST_CASE("eltwise max and min of u16, u32, u64 and i64 compare the whole width, unsigned") {
