@@ -16,6 +16,11 @@
 #include "rtl/matrix_bridge.h"
 #include "rtl/matrix_unit_port.h"
 
+// libsystemc, which fracsim_sim links, calls sc_main from its main(); this program's own main
+// runs instead, so this is never called. (An optimised build drops libsystemc as unneeded; a
+// sanitized build keeps references into it, and the link then needs sc_main.)
+extern "C" int sc_main(int, char**) { return 0; }
+
 int main(int argc, char** argv) {
   using namespace fracsim::rtl;
   const int64_t K = argc > 1 ? std::atoll(argv[1]) : 512;
