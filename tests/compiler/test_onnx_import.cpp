@@ -312,9 +312,9 @@ TEST_CASE("what the front end does not support is an error naming file, node, op
   }
   // The ISA's eltwise has u16 rows for max and min only, and i8 add saturates where ONNX wraps.
   CHECK(import_error(binary(onnx::TensorProto::UINT16, "Add")) ==
-        "m.onnx: node 'e' (Add): input 'x' has dtype u16; this op takes f32, i32, u8, f64");
+        "m.onnx: node 'e' (Add): input 'x' has dtype u16; this op takes f32, i32, u8, i64, f64");
   CHECK(import_error(binary(onnx::TensorProto::INT8, "Mul")) ==
-        "m.onnx: node 'e' (Mul): input 'x' has dtype i8; this op takes f32, i32, u8, f64");
+        "m.onnx: node 'e' (Mul): input 'x' has dtype i8; this op takes f32, i32, u8, i64, f64");
   CHECK(import_error(binary(onnx::TensorProto::UINT16, "Max")) == "no error");
   {
     // Empty tensors pass through Reshape only.
