@@ -354,19 +354,6 @@ void Node::id_step() {
   });
 }
 
-namespace {
-
-bool writes_what_it_reads(const Node::Piece& earlier, const Node::Piece& p, HazardCheck check) {
-  for (const isa::TensorRef& w : earlier.writes)
-    for (const isa::TensorRef& r : p.reads) {
-      if (check == HazardCheck::tiles && isa::views_overlap(w, r)) return true;
-      if (check == HazardCheck::spans && overlaps({w.byte_span()}, {r.byte_span()})) return true;
-    }
-  return false;
-}
-
-}  // namespace
-
 bool Node::overwrites_earlier(const Piece& p) const {
   std::vector<std::pair<uint64_t, uint64_t>> loads;
   for (const isa::Transfer& t : p.loads) loads.push_back(t.local.byte_span());
@@ -422,7 +409,7 @@ void Node::ld_step() {
           const Piece* p = st.piece;
           for (const Piece* q2 : q.in_flight) {
             if (q2 == p) break;
-            if (writes_what_it_reads(*q2, *p, ctx_.spec->hazards)) {
+            if (views_meet(q2->writes, p->reads, ctx_.spec->hazards)) {
               sc_core::next_trigger(q.written_back);
               return;
             }

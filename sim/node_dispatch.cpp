@@ -39,18 +39,6 @@ std::vector<isa::TensorRef> local_reads(const isa::OpDef& op, const isa::Instruc
   return views;
 }
 
-// Whether a view of `a` shares a byte with one of `b` (`tiles`), or their spans meet (`spans`).
-bool views_meet(const std::vector<isa::TensorRef>& a, const std::vector<isa::TensorRef>& b,
-                HazardCheck check) {
-  for (const isa::TensorRef& x : a)
-    for (const isa::TensorRef& y : b) {
-      if (check == HazardCheck::tiles ? isa::views_overlap(x, y)
-                                      : overlaps({x.byte_span()}, {y.byte_span()}))
-        return true;
-    }
-  return false;
-}
-
 // Whether a span meets one of the views' spans.
 bool span_meets(std::pair<uint64_t, uint64_t> s, const std::vector<isa::TensorRef>& views) {
   for (const isa::TensorRef& v : views)

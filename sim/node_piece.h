@@ -22,6 +22,18 @@ inline bool overlaps(const std::vector<std::pair<uint64_t, uint64_t>>& a,
   return false;
 }
 
+// Whether a view of `a` shares a byte with one of `b` (`hazards: tiles`), or their byte spans
+// meet (`spans`).
+inline bool views_meet(const std::vector<isa::TensorRef>& a, const std::vector<isa::TensorRef>& b,
+                       HazardCheck check) {
+  for (const isa::TensorRef& x : a)
+    for (const isa::TensorRef& y : b)
+      if (check == HazardCheck::tiles ? isa::views_overlap(x, y)
+                                      : overlaps({x.byte_span()}, {y.byte_span()}))
+        return true;
+  return false;
+}
+
 enum Stage { kId, kLd, kEx, kRd, kWb };
 constexpr const char* kStageName[] = {"ID", "LD", "EX", "RD", "WB"};
 
