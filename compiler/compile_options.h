@@ -10,13 +10,12 @@ struct CompileOptions {
   // The workload at this batch: the leading dim of every input that carries the batch is set
   // to it and shape inference carries it through (batch.h); nullopt: the workload as written.
   std::optional<int64_t> batch;
-  // Both passes are off by default for now: the shipped tests' cycles were derived without them.
   // Epilogue fusion (compiler/lower_fused.cpp): a conv2d or matmul and the bias add, residual
   // add and activation that alone read its output become one epilogue op.
-  bool fuse = false;
+  bool fuse = true;
   // A batchnorm after a conv2d whose weights are known at compile time is folded into the
   // conv's weight and bias (YAML and ONNX alike; see lower_fused.cpp).
-  bool fold_batchnorm = false;
+  bool fold_batchnorm = true;
 };
 
 }  // namespace fracsim::compiler

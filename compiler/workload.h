@@ -137,9 +137,10 @@ struct Workload {
   // Inputs whose random contents need another range than [-1, 1) (integers: [-8, 8]): an
   // ONNX BatchNormalization's variance without data gets [0.5, 1.5), as YAML batchnorm does.
   std::map<std::string, std::pair<double, double>> random_ranges;
-  // The passes the compiler runs on it (CompileOptions::fuse and fold_batchnorm).
-  bool fuse = false;
-  bool fold_batchnorm = false;
+  // The passes the compiler runs on it (CompileOptions::fuse and fold_batchnorm, which declare
+  // their defaults).
+  bool fuse = CompileOptions{}.fuse;
+  bool fold_batchnorm = CompileOptions{}.fold_batchnorm;
 
   // The input or layer output called `name`; nullptr when there is none.
   const TensorDesc* find_tensor(const std::string& name) const;

@@ -16,30 +16,27 @@ namespace po = boost::program_options;
 namespace fracsim::cli {
 
 int cmd_compile(const Command& self, const std::vector<std::string>& args) {
-  std::string workload, out, asm_out, batch;
-  bool fuse = false, fold_bn = false;
+  std::string workload, out, asm_out;
+  CompileFlags compile_flags;
   po::options_description opts;
   auto add = opts.add_options();
   add("workload", po::value(&workload)->required(),
       "WORKLOAD: a workload .yaml or an ONNX model .onnx (positional)");
   add("output,o", po::value(&out)->required(), "the binary program (.fbin) to write");
   add("asm", po::value(&asm_out), "its assembly text (.fasm) to write too");
-  add("batch", po::value(&batch), kBatchHelp);
-  add("fuse", po::bool_switch(&fuse), kFuseHelp);
-  add("fold-bn", po::bool_switch(&fold_bn), kFoldBnHelp);
+  add_compile_flags(opts, compile_flags);
   po::positional_options_description pos;
   pos.add("workload", 1);
   if (!parse_command_line(self, args, opts, pos)) return 0;
-  compiler::CompileOptions options = compile_options(self.name, batch);
-  options.fuse = fuse;
-  options.fold_batchnorm = fold_bn;
+  const compiler::CompileOptions options = compile_options(self.name, compile_flags);
   const isa::OpTable& ops = isa::OpTable::builtin();
   compiler::Compilation c = compiler::compile_with_plan(load_workload_file(workload, options), ops);
   const std::vector<uint8_t> bytes = isa::encode_program(c.program);
   write_file_atomically(out, std::string(bytes.begin(), bytes.end()));
   if (!asm_out.empty()) write_file_atomically(asm_out, isa::disassemble(c.program, ops));
-  std::cout << fmt::format("{}: {} instructions, root-memory footprint {} bytes -> {}\n",
-                           c.program.name, c.program.instructions.size(), c.program.footprint, out);
+  const size_t n = c.program.instructions.size();
+  std::cout << fmt::format("{}: {} instruction{}, root-memory footprint {} bytes -> {}\n",
+                           c.program.name, n, n == 1 ? "" : "s", c.program.footprint, out);
   return 0;
 }
 

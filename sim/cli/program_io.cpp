@@ -73,15 +73,31 @@ isa::Program load_program(const std::string& path, const isa::OpTable& ops,
   return p;
 }
 
-compiler::CompileOptions compile_options(std::string_view command, const std::string& batch) {
+void add_compile_flags(boost::program_options::options_description& opts, CompileFlags& f) {
+  namespace po = boost::program_options;
+  auto add = opts.add_options();
+  add("batch", po::value(&f.batch),
+      "N: the workload at batch N, a positive integer (every input's leading dim set to N)");
+  add("no-fuse", po::bool_switch(&f.no_fuse),
+      "keep each conv2d/matmul apart from the bias add, residual add and activation that alone "
+      "read its output (by default they are fused into one epilogue op, isa/ops/ext/*_act.yaml, "
+      "named by the conv/matmul layer)");
+  add("no-fold-bn", po::bool_switch(&f.no_fold_bn),
+      "keep each batchnorm after a conv2d as its own layer (by default it is folded into the "
+      "conv's weight and bias, computed in double and rounded once to f32)");
+}
+
+compiler::CompileOptions compile_options(std::string_view command, const CompileFlags& f) {
   compiler::CompileOptions o;
-  if (batch.empty()) return o;
+  o.fuse = !f.no_fuse;
+  o.fold_batchnorm = !f.no_fold_bn;
+  if (f.batch.empty()) return o;
   errno = 0;
   char* end = nullptr;
-  const long long n = std::strtoll(batch.c_str(), &end, 10);
+  const long long n = std::strtoll(f.batch.c_str(), &end, 10);
   if (*end != '\0' || errno == ERANGE || n <= 0)
-    throw ConfigError(
-        fmt::format("fracsim {}: --batch: expected a positive integer, got '{}'", command, batch));
+    throw ConfigError(fmt::format("fracsim {}: --batch: expected a positive integer, got '{}'",
+                                  command, f.batch));
   o.batch = n;
   return o;
 }

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include <boost/program_options.hpp>
+
 #include "compiler/compile_options.h"
 #include "compiler/workload.h"
 #include "isa/program.h"
@@ -25,20 +27,16 @@ compiler::Workload load_workload_file(const std::string& path,
 isa::Program load_program(const std::string& path, const isa::OpTable& ops,
                           const compiler::CompileOptions& options = {});
 
-// The description of --batch, shared by `fracsim compile` and `fracsim run`.
-inline constexpr const char* kBatchHelp =
-    "N: the workload at batch N, a positive integer (every input's leading dim set to N)";
+// The compiler's flags of `fracsim compile` and `fracsim run`, as given.
+struct CompileFlags {
+  std::string batch;  // --batch's text, "" when not given
+  bool no_fuse = false, no_fold_bn = false;
+};
 
-// The compiler's options from the flags of `fracsim COMMAND`: `batch` is --batch's text ("" when
-// not given) and must be a positive integer.
-compiler::CompileOptions compile_options(std::string_view command, const std::string& batch);
+// Declares --batch, --no-fuse and --no-fold-bn (once, for both commands).
+void add_compile_flags(boost::program_options::options_description& opts, CompileFlags& f);
 
-// --fuse and --fold-bn, shared by `fracsim compile` and `fracsim run`.
-inline constexpr const char* kFuseHelp =
-    "fuse each conv2d/matmul with the bias add, residual add and activation that alone read its "
-    "output into one epilogue op (isa/ops/ext/*_act.yaml), named by the conv/matmul layer";
-inline constexpr const char* kFoldBnHelp =
-    "fold a batchnorm after a conv2d into the conv's weight and bias (computed in double, "
-    "rounded once to f32)";
+// The compiler's options from those flags; --batch must be a positive integer.
+compiler::CompileOptions compile_options(std::string_view command, const CompileFlags& f);
 
 }  // namespace fracsim::cli

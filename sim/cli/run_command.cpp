@@ -29,10 +29,11 @@ namespace {
 
 // The flags of `fracsim run`, as given.
 struct RunFlags {
-  std::string config, workload, mode = "timing", out_dir, trace, backend, batch, layers;
+  std::string config, workload, mode = "timing", out_dir, trace, backend, layers;
   std::string max_host_memory, max_sim_time, watchdog;
   std::vector<std::string> sets;
-  bool no_fold = false, fuse = false, fold_bn = false;
+  CompileFlags compile;
+  bool no_fold = false;
 };
 
 // Every option of `fracsim run`, declared once: parsing and `fracsim run --help` read this.
@@ -48,9 +49,8 @@ po::options_description run_options(RunFlags& f) {
   add("backend", po::value(&f.backend),
       "leaf backend, model or rtl, instead of the config's (rtl: integer matmul/conv, vector "
       "ops and merges on the Verilated units, other ops on the C++ model)");
-  add("batch", po::value(&f.batch), kBatchHelp);
-  add("fuse", po::bool_switch(&f.fuse), kFuseHelp);
-  add("fold-bn", po::bool_switch(&f.fold_bn), kFoldBnHelp);
+  add_compile_flags(opts, f.compile);
+  add = opts.add_options();
   add("out", po::value(&f.out_dir),
       "directory of stats.json (default results/runs/PROGRAM-MACHINE-MODE)");
   add("no-fold", po::bool_switch(&f.no_fold),
@@ -131,9 +131,7 @@ int cmd_run(const Command& self, const std::vector<std::string>& args) {
     throw ConfigError(
         fmt::format("fracsim run: --backend: expected model or rtl, got '{}'", f.backend));
 
-  compiler::CompileOptions compile = compile_options(self.name, f.batch);
-  compile.fuse = f.fuse;
-  compile.fold_batchnorm = f.fold_bn;
+  const compiler::CompileOptions compile = compile_options(self.name, f.compile);
   size_t layer_rows = 0;
   if (!f.layers.empty() && f.layers != "all") {
     char* end = nullptr;

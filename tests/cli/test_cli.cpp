@@ -87,13 +87,14 @@ TEST_CASE("run --layers=N prints the N layers with most cycles, layers.csv has e
   CliResult r =
       run_fracsim("run -m configs/tiny.yaml -w workloads/mlp.yaml --layers=2 --out " + dir);
   REQUIRE(r.code == 0);
-  CHECK(r.out.find("\n  fc2   matmul+eltwise          1454160  54.0%      1048576 "
-                   "compute:matrix      72.1%   72.1%\n  fc1   matmul+eltwise          1162417  "
-                   "43.2%       802816 compute:matrix      69.1%   69.1%\n  2 of 5 layers; total "
-                   "2690769 cycles, sum of the bounds") != std::string::npos);
+  // Each dense layer is one op with its bias add and ReLU fused.
+  CHECK(r.out.find("\n  fc2   matmul_bias_act         1542085  55.2%      1048576 "
+                   "compute:matrix      68.0%   68.0%\n  fc1   matmul_bias_act         1223246  "
+                   "43.7%       802816 compute:matrix      65.6%   65.6%\n  2 of 3 layers; total "
+                   "2796123 cycles, sum of the bounds") != std::string::npos);
   const std::string csv = slurp(dir + "/layers.csv");
-  CHECK(std::count(csv.begin(), csv.end(), '\n') == 6);  // the header and fc1 ... fc3
-  CHECK(csv.find("\nrelu2,activation,1,") != std::string::npos);
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 4);  // the header and fc1 ... fc3
+  CHECK(csv.find("\nfc3,matmul_bias_act,1,2,2796123,30792,") != std::string::npos);
   // Without --layers the table is not printed; the CSV is written all the same.
   r = run_fracsim("run -m configs/tiny.yaml -w workloads/mlp.yaml --out " + dir);
   CHECK(r.out.find("sum of the bounds") == std::string::npos);
@@ -113,10 +114,16 @@ TEST_CASE("disasm | asm gives a byte-identical binary") {
   CHECK(x.size() > 100);
   CHECK(x == y);
   CHECK(slurp(dir + "/x.fasm") == run_fracsim("disasm " + dir + "/x.fbin").out);
-  // The compiled program names its instructions by layer: fc1 = matmul + bias add.
+  // The compiled program names its instructions by layer: fc1 = matmul + bias add + ReLU,
+  // fused by default into one op; unfused, the matmul and the ReLU are layers of their own.
   const std::string fasm = slurp(dir + "/x.fasm");
-  CHECK(fasm.find("\n.layer fc1\nmatmul ") != std::string::npos);
-  CHECK(fasm.find("\n.layer relu1\nactivation ") != std::string::npos);
+  CHECK(fasm.find("\n.layer fc1\nmatmul_bias_act ") != std::string::npos);
+  REQUIRE(run_fracsim("compile workloads/mlp.yaml --no-fuse -o " + dir + "/u.fbin --asm " + dir +
+                      "/u.fasm")
+              .code == 0);
+  const std::string unfused = slurp(dir + "/u.fasm");
+  CHECK(unfused.find("\n.layer fc1\nmatmul ") != std::string::npos);
+  CHECK(unfused.find("\n.layer relu1\nactivation ") != std::string::npos);
   // A hand-written .fasm without names round-trips without them.
   REQUIRE(run_fracsim("asm tests/rtl/mlp_int8.fasm -o " + dir + "/a.fbin").code == 0);
   r = run_fracsim("disasm " + dir + "/a.fbin | '" + kBin + "' asm - -o " + dir + "/b.fbin");

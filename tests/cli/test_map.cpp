@@ -49,6 +49,6 @@ TEST_CASE("map: bad flags and an instruction out of range exit 2 naming the flag
   r = run_fracsim("map -m configs/tiny.yaml -w workloads/mlp.yaml --instruction 99");
   CHECK(r.code == 2);
   CHECK(r.out ==
-        "error: fracsim map: --instruction 99: program mlp has 8 instructions (counted from "
+        "error: fracsim map: --instruction 99: program mlp has 3 instructions (counted from "
         "0)\n");
 }

@@ -178,5 +178,5 @@ outputs: ["fc\"1\\)" << "\xc3\xa9" << R"("]
   // RFC 4180: a field holding a quote is quoted, its quotes doubled; the backslash and the
   // UTF-8 bytes stay as they are.
   const std::string csv = slurp(dir + "/out/layers.csv");
-  CHECK(csv.find("\n\"fc\"\"1\\\xc3\xa9\",matmul+eltwise,") != std::string::npos);
+  CHECK(csv.find("\n\"fc\"\"1\\\xc3\xa9\",matmul_bias_act,") != std::string::npos);
 }

@@ -80,20 +80,26 @@ std::string onnx_error(const OnnxModelBuilder& b, int64_t batch) {
 }  // namespace
 
 TEST_CASE("--batch 64 multiplies the work of resnet50.yaml and mobilenetv2.onnx by exactly 64") {
-  for (const char* name : {"resnet50.yaml", "mobilenetv2.onnx"}) {
-    CAPTURE(name);
-    const Workload one = load(name), many = load(name, at(64));
-    REQUIRE(one.inputs[0].shape[0] == 1);  // written at batch 1
-    CHECK(many.inputs[0].shape[0] == 64);
-    CHECK(many.name == one.name);
-    const isa::Program p1 = compiler::compile(one, ops()), p64 = compiler::compile(many, ops());
-    CHECK(p64.name == p1.name);
-    CHECK(p64.instructions.size() == p1.instructions.size());
-    // All but batchnorm's work per channel, which is the same at any batch.
-    CHECK(per_channel_work(p1) > 0);
-    CHECK(per_channel_work(p64) == per_channel_work(p1));
-    CHECK(total_work(p64) - per_channel_work(p64) == 64 * (total_work(p1) - per_channel_work(p1)));
-  }
+  for (const char* name : {"resnet50.yaml", "mobilenetv2.onnx"})
+    for (const bool fold : {true, false}) {
+      CAPTURE(name);
+      CAPTURE(fold);
+      CompileOptions as_written, batched = at(64);
+      as_written.fold_batchnorm = batched.fold_batchnorm = fold;
+      const Workload one = load(name, as_written), many = load(name, batched);
+      REQUIRE(one.inputs[0].shape[0] == 1);  // written at batch 1
+      CHECK(many.inputs[0].shape[0] == 64);
+      CHECK(many.name == one.name);
+      const isa::Program p1 = compiler::compile(one, ops()), p64 = compiler::compile(many, ops());
+      CHECK(p64.name == p1.name);
+      CHECK(p64.instructions.size() == p1.instructions.size());
+      // All but batchnorm's work per channel, which is the same at any batch; folded, no
+      // batchnorm is left.
+      CHECK((per_channel_work(p1) > 0) == !fold);
+      CHECK(per_channel_work(p64) == per_channel_work(p1));
+      CHECK(total_work(p64) - per_channel_work(p64) ==
+            64 * (total_work(p1) - per_channel_work(p1)));
+    }
 }
 
 TEST_CASE("--batch scales mlp.yaml from its written batch of 64, and at 64 changes nothing") {

@@ -12,6 +12,7 @@
 #include "compiler/workload.h"
 #include "isa/op_def.h"
 #include "isa/program.h"
+#include "tests/common/compile_helpers.h"
 #include "tests/common/instruction_helpers.h"
 
 using fracsim::compiler::Compilation;
@@ -34,6 +35,7 @@ using fracsim::isa::TensorRef;
 namespace {
 
 using fracsim::testing::instruction;
+using fracsim::testing::unfused;
 
 const OpTable& ops() { return OpTable::builtin(); }
 
@@ -61,7 +63,7 @@ TEST_CASE("conv2d with groups, stride, asymmetric kernel and bias: the exact pro
                      "layers:\n"
                      "  - {name: c, type: conv2d, input: x, filters: 6, kernel: [3, 1],\n"
                      "     stride: [2, 1], padding: [1, 0], groups: 2}\n",
-                     "conv.yaml"),
+                     "conv.yaml", unfused()),
       ops());
   const Program& p = c.program;
   // Ho = (5 + 1 + 1 - 3) / 2 + 1 = 3, Wo = 5. All four tensors live throughout: x 400 B -> 0,
@@ -107,7 +109,7 @@ TEST_CASE("batchnorm, pooling, softmax, layernorm and activations: operand views
                      "  - {name: sg, type: sigmoid, input: ge}\n"
                      "  - {name: th, type: tanh, input: sg}\n"
                      "outputs: [ap, g, th]\n",
-                     "cnn.yaml"),
+                     "cnn.yaml", unfused()),
       ops());
   const Program& p = c.program;
   auto at = [&](const std::string& name) { return c.plan.at(name).address; };
@@ -169,7 +171,7 @@ TEST_CASE("lrn: the lrn op with the channel window centred as in ONNX") {
                                        "  x: {shape: [1, 6, 2, 2], dtype: f32}\n"
                                        "layers:\n"
                                        "  - {name: n, type: lrn, input: x, size: 4, beta: 0.5}\n",
-                                       "lrn.yaml"),
+                                       "lrn.yaml", unfused()),
                         ops());
   // x 96 B -> 0, n 96 B -> 128. lrn attrs: size, alpha, beta, bias, pad_c0, pad_c1, frac_bits.
   check_program(
@@ -191,7 +193,7 @@ TEST_CASE("transpose, reshape and concat: views alias, strided inputs are copied
                                        "  - {name: f, type: reshape, input: r, shape: [-1]}\n"
                                        "  - {name: cat, type: concat, inputs: [a, b], axis: 1}\n"
                                        "outputs: [f, cat]\n",
-                                       "views.yaml"),
+                                       "views.yaml", unfused()),
                         ops());
   const Program& p = c.program;
   // Whole-program: a 24 B -> 0, b 16 B -> 64, r 24 B -> 128 (f, an output, is a view of r),
@@ -238,7 +240,7 @@ TEST_CASE("concat of channels at batch 1: producers write into their slices, inp
                                        "  - {name: r2, type: sigmoid, input: x}\n"
                                        "  - {name: cat, type: concat, inputs: [r1, x, r2, r1]}\n"
                                        "  - {name: o, type: tanh, input: cat}\n",
-                                       "cat.yaml"),
+                                       "cat.yaml", unfused()),
                         ops());
   const Program& p = c.program;
   // cat is made by r1's lowering and lives over all five instructions, as x and o do: x 32 B
@@ -272,7 +274,7 @@ TEST_CASE("flatten of an intermediate: no instruction, and the producer lives un
                      "  - {name: f, type: flatten, input: r}\n"
                      "  - {name: fc, type: dense, input: f, units: 3, bias: false}\n"
                      "  - {name: o, type: relu, input: fc}\n",
-                     "fl.yaml"),
+                     "fl.yaml", unfused()),
       ops());
   const Program& p = c.program;
   REQUIRE(p.instructions.size() == 3);
@@ -285,16 +287,23 @@ TEST_CASE("flatten of an intermediate: no instruction, and the producer lives un
 }
 
 TEST_CASE("the benchmark workloads: instruction counts, footprints and key shapes") {
+  // As compiled by default (fused, batchnorms folded) and unfused. Fused, every conv2d and dense
+  // is one epilogue op with its bias, batchnorm, residual add and ReLU; what remains are the pools,
+  // LRNs and the softmax: mlp 3 dense; alexnet 5 conv + 3 pool + 2 lrn + 3 dense + softmax = 14;
+  // vgg16 13 conv + 5 pool + 3 dense + softmax = 22; resnet50 53 conv + 2 pool + dense + softmax
+  // = 57.
   struct Expect {
     size_t instructions;
     uint64_t footprint;
+    size_t unfused_instructions;
+    uint64_t unfused_footprint;
   };
   const std::map<std::string, Expect> expect = {
-      {"mlp", {8, 8182336}},
-      {"alexnet", {29, 246790272}},
-      {"vgg16", {53, 579726464}},
-      {"resnet50", {176, 114286208}},
-      {"resnet50-small", {176, 1575424}},
+      {"mlp", {3, 8182336, 8, 8182336}},
+      {"alexnet", {14, 246790272, 29, 246790272}},
+      {"vgg16", {22, 579726464, 53, 579726464}},
+      {"resnet50", {57, 113164672, 176, 114286208}},
+      {"resnet50-small", {57, 1532864, 176, 1575424}},
   };
   int count = 0;
   for (const auto& e :
@@ -303,24 +312,27 @@ TEST_CASE("the benchmark workloads: instruction counts, footprints and key shape
     const std::string name = e.path().stem().string();
     INFO(name);
     REQUIRE(expect.count(name) == 1);
-    Compilation c = compile_with_plan(load_workload(e.path().string()), ops());
+    const Compilation c = compile_with_plan(load_workload(e.path().string()), ops());
     CHECK(c.program.instructions.size() == expect.at(name).instructions);
     CHECK(c.program.footprint == expect.at(name).footprint);
+    const Compilation u = compile_with_plan(load_workload(e.path().string(), unfused()), ops());
+    CHECK(u.program.instructions.size() == expect.at(name).unfused_instructions);
+    CHECK(u.program.footprint == expect.at(name).unfused_footprint);
     ++count;
   }
   CHECK(count == 5);
 
   const std::string dir = std::string(FRACSIM_SOURCE_DIR) + "/workloads/";
-  Workload alex = load_workload(dir + "alexnet.yaml");
+  Workload alex = load_workload(dir + "alexnet.yaml", unfused());
   CHECK(alex.tensor("conv1").shape == Shape{1, 96, 55, 55});
   CHECK(alex.tensor("pool2").shape == Shape{1, 256, 13, 13});
   CHECK(alex.tensor("pool5").shape == Shape{1, 256, 6, 6});
   CHECK(alex.tensor("flat").shape == Shape{1, 9216});
   CHECK(alex.tensor("prob").shape == Shape{1, 1000});
-  Workload vgg = load_workload(dir + "vgg16.yaml");
+  Workload vgg = load_workload(dir + "vgg16.yaml", unfused());
   CHECK(vgg.tensor("pool5").shape == Shape{1, 512, 7, 7});
   CHECK(vgg.tensor("flat").shape == Shape{1, 25088});
-  Workload res = load_workload(dir + "resnet50.yaml");
+  Workload res = load_workload(dir + "resnet50.yaml", unfused());
   CHECK(res.tensor("pool1").shape == Shape{1, 64, 56, 56});
   CHECK(res.tensor("res2c_relu").shape == Shape{1, 256, 56, 56});
   CHECK(res.tensor("res3a_relu").shape == Shape{1, 512, 28, 28});
@@ -334,7 +346,7 @@ TEST_CASE("the benchmark workloads: instruction counts, footprints and key shape
   }
   CHECK(convs == 53);  // 1 + 16 x 3 + 4 projections
   CHECK(adds == 16);
-  Workload small = load_workload(dir + "resnet50-small.yaml");
+  Workload small = load_workload(dir + "resnet50-small.yaml", unfused());
   CHECK(small.tensor("res5c_relu").shape == Shape{1, 256, 1, 1});
   CHECK(small.tensor("prob").shape == Shape{1, 10});
 }

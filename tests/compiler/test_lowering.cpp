@@ -15,6 +15,7 @@
 #include "compiler/workload.h"
 #include "isa/op_def.h"
 #include "isa/program.h"
+#include "tests/common/compile_helpers.h"
 #include "tests/common/instruction_helpers.h"
 
 using fracsim::compiler::Compilation;
@@ -39,6 +40,7 @@ using fracsim::isa::TensorRef;
 namespace {
 
 using fracsim::testing::instruction;
+using fracsim::testing::unfused;
 
 const OpTable& ops() { return OpTable::builtin(); }
 
@@ -134,7 +136,7 @@ TEST_CASE("first fit: a tensor fits in a gap between two live ones") {
 }
 
 TEST_CASE("tiny dense + relu: the exact program") {
-  Compilation c = compile_with_plan(parse_workload(kTiny, "tiny.yaml"), ops());
+  Compilation c = compile_with_plan(parse_workload(kTiny, "tiny.yaml", unfused()), ops());
   const Program& p = c.program;
   CHECK(p.name == "tiny");
   // Every tensor is live from instruction 0 to 2 (fc is produced by the first instruction and
@@ -193,13 +195,13 @@ TEST_CASE("tiny dense + relu: the exact program") {
   CHECK(p.symbols == symbols);
   // Named by their layers: dense is matmul + the bias add.
   CHECK(p.instruction_names == std::vector<std::string>{"fc", "fc", "act"});
-  CHECK(compile(parse_workload(kTiny, "tiny.yaml"), ops()) == p);  // deterministic
+  CHECK(compile(parse_workload(kTiny, "tiny.yaml", unfused()), ops()) == p);  // deterministic
 }
 
 TEST_CASE("dense without bias: a single matmul and no bias tensor") {
   std::string text = kTiny;
   text.replace(text.find("units: 4}"), 9, "units: 4, bias: false}");
-  Program p = compile(parse_workload(text, "t.yaml"), ops());
+  Program p = compile(parse_workload(text, "t.yaml", unfused()), ops());
   REQUIRE(p.instructions.size() == 2);
   CHECK(p.instructions[0].opcode == ops().get("matmul").opcode);
   CHECK(p.instructions[1].opcode == ops().get("activation").opcode);
@@ -224,7 +226,7 @@ TEST_CASE("add with a broadcast row, rank-1 and rank-3 relu, integer matmul: ope
                                                    "  - {name: r1, type: relu, input: row}\n"
                                                    "  - {name: mm, type: matmul, inputs: [p, q]}\n"
                                                    "outputs: [r, r1, mm]\n",
-                                                   "views.yaml"),
+                                                   "views.yaml", unfused()),
                                     ops());
   const Program& p = c.program;
   // Whole-program tensors in order: a 96 B -> 0, row 16 B -> 128, p 30 B -> 192, q 42 B -> 256,
@@ -281,7 +283,7 @@ TEST_CASE("add with a broadcast row, rank-1 and rank-3 relu, integer matmul: ope
 
 TEST_CASE("mlp: liveness reuse, exact footprint, no overlap of live tensors") {
   Compilation c = compile_with_plan(
-      load_workload(std::string(FRACSIM_SOURCE_DIR) + "/workloads/mlp.yaml"), ops());
+      load_workload(std::string(FRACSIM_SOURCE_DIR) + "/workloads/mlp.yaml", unfused()), ops());
   const Program& p = c.program;
   CHECK(p.name == "mlp");
   // Per dense layer: matmul then the bias add; a relu after the first two.
@@ -352,7 +354,7 @@ TEST_CASE("resnet50: every instruction is named by its layer") {
     if (type != "flatten" && type != "reshape" && type != "transpose")
       expect.push_back(l["name"].as<std::string>());
   }
-  const Program p = compile(load_workload(path), ops());
+  const Program p = compile(load_workload(path, unfused()), ops());
   REQUIRE(p.instruction_names.size() == p.instructions.size());
   // Runs of one name: each layer's instructions are consecutive, and no name is empty.
   std::vector<std::string> runs;

@@ -14,6 +14,7 @@
 #include "isa/error.h"
 #include "isa/op_def.h"
 #include "isa/reference.h"
+#include "tests/common/compile_helpers.h"
 #include "tests/common/program_inspect.h"
 #include "tests/compiler/onnx_model_builder.h"
 
@@ -45,8 +46,9 @@ onnx::TensorProto tensor(int32_t type, std::vector<int64_t> dims, const std::vec
 }
 
 isa::Program compile(const OnnxModelBuilder& b,
-                     const std::map<std::string, onnx::TensorProto>& given) {
-  return compiler::compile(compiler::import_onnx(b.model(), "m.onnx", given), ops());
+                     const std::map<std::string, onnx::TensorProto>& given,
+                     const compiler::CompileOptions& options = {}) {
+  return compiler::compile(compiler::import_onnx(b.model(), "m.onnx", given, options), ops());
 }
 
 std::string import_error(const OnnxModelBuilder& b,
@@ -209,7 +211,8 @@ TEST_CASE("LSTM unrolled: one projection gemm, then per step the gates as activa
   for (int k = 0; k < 16; ++k) bias.push_back(k < 8 ? 0.1f : -0.05f);  // Wb, then Rb
   b.floats("W", {1, 8, 2}, w).floats("R", {1, 8, 2}, r).floats("B", {1, 16}, bias);
   set_attr(b.node("LSTM", {"X", "W", "R", "B"}, {"Y", "Y_h"}, "lstm"), "hidden_size", int64_t{2});
-  const isa::Program p = compile(b, {{"X", tensor(kFloat, {2, 1, 2}, {1, 2, 3, -1})}});
+  const isa::Program p =
+      compile(b, {{"X", tensor(kFloat, {2, 1, 2}, {1, 2, 3, -1})}}, testing::unfused());
   // Wb + Rb once; X [2, 2] W^T + bias for both steps; step 0 (no initial state: no recurrent
   // gemm, C = i c~): sigmoid of i, o, f at once, tanh of c~, i c~, tanh C, o tanh C; step 1: H R^T
   // onto its projection (matmul, add), the same activations, C = f C + i c~ (mul, mul, add) and

@@ -11,6 +11,7 @@
 #include "compiler/onnx_import.h"
 #include "isa/error.h"
 #include "isa/op_def.h"
+#include "tests/common/compile_helpers.h"
 #include "tests/common/cli_runner.h"
 #include "tests/compiler/onnx_model_builder.h"
 
@@ -143,7 +144,8 @@ TEST_CASE("instructions are named by their node, an unnamed node K by OpType_K")
   b.floats("v", {4, 3}, std::vector<float>(12, 0.25f)).floats("c", {3}, {1, 2, 3});
   b.node("Gemm", {"y", "v", "c"}, {"z"});  // node 4, no name: several instructions
   b.output("z", kFloat, {2, 3});
-  const isa::Program p = compiler::compile(compiler::import_onnx(b.model(), "m.onnx"), ops());
+  const isa::Program p =
+      compiler::compile(compiler::import_onnx(b.model(), "m.onnx", {}, testing::unfused()), ops());
   REQUIRE(p.instructions.size() == 5);  // matmul, relu, add, Gemm's matmul and bias add
   CHECK(p.instruction_names ==
         std::vector<std::string>{"MatMul_0", "act", "Add_3", "Gemm_4", "Gemm_4"});
@@ -388,7 +390,8 @@ TEST_CASE("fracsim compile and run take .onnx, bad models exit 2 naming node and
   good.save(dir + "/good.onnx");
   testing::CliResult r = run_fracsim("compile " + dir + "/good.onnx -o " + dir + "/good.fbin");
   CHECK(r.code == 0);
-  CHECK(r.out == "g: 2 instructions, root-memory footprint 320 bytes -> " + dir + "/good.fbin\n");
+  // The matmul with its ReLU fused: one instruction.
+  CHECK(r.out == "g: 1 instruction, root-memory footprint 320 bytes -> " + dir + "/good.fbin\n");
   r = run_fracsim("run -m configs/tiny.yaml -w " + dir + "/good.onnx --mode functional --out " +
                   dir + "/run");
   CHECK(r.code == 0);
@@ -436,7 +439,8 @@ TEST_CASE("a network larger than the root memory is an error with needed and ava
 TEST_CASE("a BatchNormalization variance without data gets positive random contents") {
   // workloads/mobilenetv2.onnx declares its weights as graph inputs without data.
   const isa::Program p = compiler::compile(
-      compiler::load_onnx(std::string(FRACSIM_SOURCE_DIR) + "/workloads/mobilenetv2.onnx"),
+      compiler::load_onnx(std::string(FRACSIM_SOURCE_DIR) + "/workloads/mobilenetv2.onnx",
+                          testing::unfused()),
       isa::OpTable::builtin());
   int checked = 0;
   for (size_t i = 0; i < p.symbols.size(); ++i) {

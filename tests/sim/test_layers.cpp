@@ -21,6 +21,7 @@
 #include "sim/layer_report.h"
 #include "sim/machine.h"
 #include "sim/report.h"
+#include "tests/common/compile_helpers.h"
 
 using namespace fracsim;
 using namespace fracsim::sim;
@@ -406,8 +407,10 @@ TEST_CASE("an i8 matmul on a MAC array larger than the f32 one is priced at the 
 }
 
 TEST_CASE("ResNet-50 on f1: one record per layer of the YAML, named as there") {
-  const isa::Program p = compiler::compile(compiler::load_workload("workloads/resnet50.yaml"),
-                                           isa::OpTable::builtin());
+  // Unfused, so that every layer but the views has its own instructions.
+  const isa::Program p = compiler::compile(
+      compiler::load_workload("workloads/resnet50.yaml", testing::unfused()),
+      isa::OpTable::builtin());
   const MachineSpec spec = load_machine_spec("configs/f1.yaml");
   const RunResult r = simulate(spec, isa::OpTable::builtin(), p, Mode::timing);
   const std::vector<LayerRecord> rs = layer_records(spec, p, isa::OpTable::builtin(), r);

@@ -18,6 +18,7 @@
 #include "isa/encoding.h"
 #include "sim/machine.h"
 #include "sim/report.h"
+#include "tests/common/compile_helpers.h"
 
 using namespace fracsim;
 using namespace fracsim::sim;
@@ -27,12 +28,13 @@ namespace {
 const std::string kRoot = FRACSIM_SOURCE_DIR;
 
 // Through the binary form, as `fracsim run -w x.fbin` does. `workload` is a file name in
-// workloads/ without its extension (.yaml, else .onnx).
-isa::Program program(const std::string& workload) {
+// workloads/ without its extension (.yaml, else .onnx), compiled with `options` (by default
+// fused, batchnorms folded).
+isa::Program program(const std::string& workload, const compiler::CompileOptions& options = {}) {
   const std::string base = kRoot + "/workloads/" + workload;
   const compiler::Workload w = std::filesystem::exists(base + ".yaml")
-                                   ? compiler::load_workload(base + ".yaml")
-                                   : compiler::load_onnx(base + ".onnx");
+                                   ? compiler::load_workload(base + ".yaml", options)
+                                   : compiler::load_onnx(base + ".onnx", options);
   return isa::decode_program(isa::encode_program(compiler::compile(w, isa::OpTable::builtin())),
                              workload + ".fbin");
 }
@@ -63,31 +65,32 @@ RunResult run_on(const std::string& config, const isa::Program& p, Mode mode,
 
 TEST_CASE("every workload in workloads/ runs in timing mode on f1.yaml and f100.yaml") {
   // Exact cycles under each policy: regenerate with `fracsim run -m configs/f1.yaml -w
-  // workloads/NAME.onnx` (and f100.yaml; the halving figures, the baseline machine, with
-  // `--set decomposer=halving` and every level's data-movement features off, see
-  // movement_off); a change is a reviewed change of the compiler, the decomposer or the
-  // machine model. A workload added to workloads/ must be added here.
+  // workloads/NAME.onnx` (and f100.yaml; the halving figures are the baseline: the program
+  // compiled with --no-fuse --no-fold-bn, `--set decomposer=halving` and every level's
+  // data-movement features off, see movement_off); a change is a reviewed change of the
+  // compiler, the decomposer or the machine model. A workload added to workloads/ must be added
+  // here.
   struct Cycles {
     uint64_t f1_halving, f100_halving, f1_search, f100_search;
   };
   const std::map<std::string, Cycles> expect = {
-      {"mlp", {78983, 39612, 42391, 35488}},
-      {"alexnet", {1065132, 476162, 655409, 363398}},
-      {"vgg16", {12088665, 4459966, 3767801, 1290685}},
-      {"resnet50", {4013041, 2057136, 1483352, 992753}},
-      {"resnet50-small", {60223, 441925, 58342, 441843}},
-      {"mobilenetv2", {981239, 834294, 601881, 722404}},
-      {"lstm", {4563787, 3165654, 4149226, 2848757}},
-      {"bert-base", {604968, 206567, 335261, 180998}},
-      {"bert-small", {10844, 75178, 10155, 75727}},
-      {"gpt2", {5821984, 1183606, 3092164, 1050317}},
+      {"mlp", {78983, 39612, 36117, 24110}},
+      {"alexnet", {1065132, 476162, 631364, 314590}},
+      {"vgg16", {12088665, 4459966, 3350839, 1016090}},
+      {"resnet50", {4013041, 2057136, 1077863, 519875}},
+      {"resnet50-small", {60223, 441925, 28701, 154568}},
+      {"mobilenetv2", {981239, 834294, 364766, 376246}},
+      {"lstm", {4563787, 3165654, 4121050, 3043644}},
+      {"bert-base", {604968, 206567, 323647, 147343}},
+      {"bert-small", {10844, 75178, 7426, 51454}},
+      {"gpt2", {5821984, 1183606, 3110745, 977495}},
       {"knn", {2820187, 560590, 1153303, 553101}},
       {"kmeans", {1136660, 538576, 871760, 473046}},
       {"sort", {331674, 83650, 353114, 81047}},
       // torchvision exports (scripts/export_torchvision): PyTorch's own graphs.
-      {"resnet18", {1757491, 820420, 484705, 369538}},
-      {"mobilenetv2-tv", {971002, 832156, 601397, 701117}},
-      {"vit-b16", {25506201, 6177811, 13662002, 3900701}},
+      {"resnet18", {1757491, 820420, 380834, 201429}},
+      {"mobilenetv2-tv", {971002, 832156, 472364, 489875}},
+      {"vit-b16", {25506201, 6177811, 13161043, 3651572}},
   };
   std::set<std::string> found;
   for (const auto& e : std::filesystem::directory_iterator(kRoot + "/workloads")) {
@@ -99,7 +102,7 @@ TEST_CASE("every workload in workloads/ runs in timing mode on f1.yaml and f100.
   CHECK(found == listed);
   for (const auto& [name, cycles] : expect) {
     CAPTURE(name);
-    const isa::Program p = program(name);
+    const isa::Program p = program(name), baseline = program(name, testing::unfused());
     const std::tuple<const char*, isa::Policy, uint64_t> runs[] = {
         {"f1.yaml", isa::Policy::halving, cycles.f1_halving},
         {"f100.yaml", isa::Policy::halving, cycles.f100_halving},
@@ -108,7 +111,8 @@ TEST_CASE("every workload in workloads/ runs in timing mode on f1.yaml and f100.
     for (const auto& [config, policy, want] : runs) {
       CAPTURE(std::string(config));
       CAPTURE(isa::policy_name(policy));
-      RunResult r = run_on(config, p, Mode::timing, policy);
+      RunResult r =
+          run_on(config, policy == isa::Policy::halving ? baseline : p, Mode::timing, policy);
       CHECK(r.folded);
       CHECK(r.cycles == want);
     }
@@ -118,18 +122,21 @@ TEST_CASE("every workload in workloads/ runs in timing mode on f1.yaml and f100.
 TEST_CASE("one ResNet-50 program on three machine scales (the fractal promise)") {
   // One .fbin, unchanged, on a 16-leaf machine of the scale design, on f1 (32 leaves) and on
   // the multi-chip f100: each decomposes it for its own tree.
-  const isa::Program p = program("resnet50");
-  const std::vector<uint8_t> bytes = isa::encode_program(p);
-  // Cycles under halving, then under search (the configs' default).
+  const isa::Program p = program("resnet50"), baseline = program("resnet50", testing::unfused());
+  const std::vector<uint8_t> bytes = isa::encode_program(p), baseline_bytes =
+                                                                isa::encode_program(baseline);
+  // Cycles of the baseline (unfused, halving), then of the default (fused, search).
   const std::vector<std::tuple<std::string, uint64_t, uint64_t>> expect = {
-      {"scale/leaves-0016.yaml", 4978953, 2482471},
-      {"f1.yaml", 4013041, 1483352},
-      {"f100.yaml", 2057136, 992753}};
+      {"scale/leaves-0016.yaml", 4978953, 1881642},
+      {"f1.yaml", 4013041, 1077863},
+      {"f100.yaml", 2057136, 519875}};
   for (const auto& [config, halving, search] : expect) {
     CAPTURE(config);
     CHECK(isa::encode_program(p) == bytes);
     const isa::Program decoded = isa::decode_program(bytes, "resnet50.fbin");
-    CHECK(run_on(config, decoded, Mode::timing, isa::Policy::halving).cycles == halving);
+    CHECK(run_on(config, isa::decode_program(baseline_bytes, "resnet50.fbin"), Mode::timing,
+                 isa::Policy::halving)
+              .cycles == halving);
     CHECK(run_on(config, decoded, Mode::timing).cycles == search);
   }
 }
@@ -149,8 +156,8 @@ TEST_CASE("the reduced BERT layer on tiny.yaml matches the reference element by 
 TEST_CASE("with the data-movement features on, tiny's functional runs match the reference") {
   // tiny ships them off for its hand-derived tests, and the scoreboard of spans; here every
   // level has them on and hazards are told by tiles, under both policies.
-  // Pieces that overlapped in the children, per run (with halving, only the MLP's 12 cluster
-  // pieces in the cores).
+  // Pieces that overlapped in the children, per run (the fused MLP's three instructions each
+  // read the one before: under halving none of their pieces overlap).
   std::vector<uint64_t> overlapped;
   for (const auto& [name, policy] : {std::pair{"resnet50-small", isa::Policy::halving},
                                      std::pair{"bert-small", isa::Policy::halving},
@@ -195,7 +202,7 @@ TEST_CASE("with the data-movement features on, tiny's functional runs match the 
         (std::string(name) == "resnet50-small" && policy == isa::Policy::search))
       CHECK(resident[1] > 0);
   }
-  CHECK(fmt::format("{}", fmt::join(overlapped, " ")) == "0 0 12 22 50 20");
+  CHECK(fmt::format("{}", fmt::join(overlapped, " ")) == "11 7 0 30 25 36");
 }
 
 TEST_CASE("the reduced ResNet-50 on tiny.yaml matches the reference element by element") {
@@ -208,9 +215,9 @@ TEST_CASE("the reduced ResNet-50 on tiny.yaml matches the reference element by e
   CHECK(checks[0].elements == 10);
   CHECK(checks[0].match());
   CHECK(checks[0].bit_exact == 10);
-  CHECK(r.cycles == 191478);
+  CHECK(r.cycles == 143602);
   // Timing mode gives the same cycles.
-  CHECK(run_on("tiny.yaml", p, Mode::timing).cycles == 191478);
+  CHECK(run_on("tiny.yaml", p, Mode::timing).cycles == 143602);
 }
 
 TEST_CASE("every CNN layer type, views and concat by layout: functional on tiny.yaml") {
