@@ -185,6 +185,10 @@ struct OpDef {
   int dim_index(const std::string& dim) const;       // -1 when absent
   // Whether dim `d` is a reduce dim that some window dim names as its kernel: a kernel's taps.
   bool is_taps(size_t d) const;
+  // Whether operand `o` is read only by the steps a reduce dim's `final` attribute guards (a
+  // fused epilogue's bias or residual): an extension op whose every step naming it runs under
+  // a `when` that mentions that attribute.
+  bool epilogue_only(size_t o) const;
   // Whether reduce dim `d` may split for an instruction with these attributes, `integer` when
   // an operand is an integer (its integer limit).
   bool splits_for(size_t d, bool integer, const std::vector<int64_t>& attrs) const;

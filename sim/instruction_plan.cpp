@@ -53,6 +53,12 @@ uint64_t static_bytes(const InstructionPlan& plan) {
   return s;
 }
 
+// Whether the plan holds static an input other than a fused epilogue's.
+bool keeps_reused_input(const isa::OpDef& op, const InstructionPlan& plan) {
+  return std::any_of(plan.static_operands.begin(), plan.static_operands.end(),
+                     [&](int o) { return !op.epilogue_only(static_cast<size_t>(o)); });
+}
+
 // The largest footprint of the plan's pieces (pieces of equal shape are measured once).
 uint64_t largest_piece(const isa::OpDef& op, const isa::OpTable& ops, const InstructionPlan& plan,
                        int fanout, const isa::CostModel* model, int level) {
@@ -119,7 +125,9 @@ InstructionPlan plan_for(const isa::OpDef& op, const isa::OpTable& ops,
     return plan;
   }
   // First choice: a tiling sized against the whole memory, keeping reused inputs whole in the
-  // static segment (loaded once) and N sub-blocks for the rest.
+  // static segment (loaded once) and N sub-blocks for the rest. A fused epilogue's operand (a
+  // bias) held static is no reason for it: the tiling may have cut its pieces to a sliver
+  // around it.
   if (n > 1) {
     isa::NodeBudget whole{budget, node.fanout, node.where};
     whole.capacity = node.capacity;
@@ -130,7 +138,7 @@ InstructionPlan plan_for(const isa::OpDef& op, const isa::OpTable& ops,
     try {
       InstructionPlan staged =
           finish(with_static_operands(op, instr, isa::plan_sequential(op, ops, instr, whole)));
-      if (static_bytes(staged) > 0 &&
+      if (keeps_reused_input(op, staged) &&
           static_bytes(staged) + n * staged.subblock_bytes <= node.capacity)
         return staged;
     } catch (const fracsim::ConfigError&) {

@@ -25,6 +25,22 @@ TEST_CASE("the built-in ops load with their dims, operands and formulas") {
   CHECK(t.find(uint16_t{3})->name == "activation");
 }
 
+TEST_CASE("a fused epilogue's bias and residual are read by the epilogue only") {
+  const OpTable& t = OpTable::builtin();
+  auto only = [&](const char* op, const char* operand) {
+    const OpDef& d = t.get(op);
+    return d.epilogue_only(static_cast<size_t>(d.operand_index(operand)));
+  };
+  CHECK(only("conv2d_bias_act", "bias"));
+  CHECK(!only("conv2d_bias_act", "in"));
+  CHECK(!only("conv2d_bias_act", "w"));
+  CHECK(only("matmul_bias_add_act", "bias"));
+  CHECK(only("matmul_bias_add_act", "res"));
+  CHECK(!only("matmul_bias_add_act", "a"));
+  CHECK(!only("matmul", "b"));        // a built-in op has no epilogue
+  CHECK(!only("layernorm", "gamma"));  // an extension op without a `final` dim
+}
+
 namespace {
 std::string load_error(const std::string& yaml) {
   OpTable t;
