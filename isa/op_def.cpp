@@ -26,36 +26,12 @@ bool OpDef::is_taps(size_t d) const {
   });
 }
 
-namespace {
-
-// Whether every step of `steps` (repeat bodies included) that names `tensor` runs under a
-// `when` mentioning one of `guards`; `named` is set when some step names it.
-bool guarded(const std::vector<SequenceStep>& steps, const std::string& tensor,
-             const std::vector<std::string>& guards, bool& named) {
-  for (const SequenceStep& s : steps) {
-    if (!guarded(s.body, tensor, guards, named)) return false;
-    const bool names = std::any_of(s.operands.begin(), s.operands.end(),
-                                   [&](const ViewDef& v) { return v.tensor == tensor; });
-    if (!names) continue;
-    named = true;
-    const std::vector<std::string> when = s.when.names();
-    if (std::none_of(guards.begin(), guards.end(), [&](const std::string& g) {
-          return std::find(when.begin(), when.end(), g) != when.end();
-        }))
-      return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 bool OpDef::epilogue_only(size_t o) const {
-  std::vector<std::string> guards;
-  for (const DimDef& d : dims)
-    if (d.kind == DimKind::reduce && !d.final_attr.empty()) guards.push_back(d.final_attr);
-  if (guards.empty() || sequence.empty()) return false;
-  bool named = false;
-  return guarded(sequence, operands[o].name, guards, named) && named;
+  const OperandDef& od = operands[o];
+  if (od.role != OperandRole::in || od.read_if.empty()) return false;
+  return std::any_of(dims.begin(), dims.end(), [&](const DimDef& d) {
+    return d.kind == DimKind::reduce && d.final_attr == od.read_if;
+  });
 }
 
 bool OpDef::splits_for(size_t d, bool integer, const std::vector<int64_t>& attrs) const {

@@ -86,7 +86,9 @@ struct OperandDef {
   std::string name;
   OperandRole role = OperandRole::in;
   std::vector<std::string> dims;
-  std::string read_if;       // out operands: bool attribute under which the old value is read too
+  // A bool attribute under which the operand is read: an output's old value is read too, an input
+  // (a fused epilogue's) is read only then.
+  std::string read_if;
   std::vector<int> dim_ids;  // dims[a] as an index into OpDef::dims (set when the op is added)
 };
 
@@ -185,9 +187,8 @@ struct OpDef {
   int dim_index(const std::string& dim) const;       // -1 when absent
   // Whether dim `d` is a reduce dim that some window dim names as its kernel: a kernel's taps.
   bool is_taps(size_t d) const;
-  // Whether operand `o` is read only by the steps a reduce dim's `final` attribute guards (a
-  // fused epilogue's bias or residual): an extension op whose every step naming it runs under
-  // a `when` that mentions that attribute.
+  // Whether operand `o` is an input read only under a reduce dim's `final` attribute (its
+  // read_if): a fused epilogue's bias or residual.
   bool epilogue_only(size_t o) const;
   // Whether reduce dim `d` may split for an instruction with these attributes, `integer` when
   // an operand is an integer (its integer limit).

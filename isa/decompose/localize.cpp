@@ -8,8 +8,8 @@ uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 bool operand_is_read(const OpDef& op, const Instruction& instr, size_t o) {
   const OperandDef& od = op.operands[o];
-  if (od.role == OperandRole::in) return true;
-  return !od.read_if.empty() && instr.attrs[op.attr_index(od.read_if)] != 0;
+  if (od.read_if.empty()) return od.role == OperandRole::in;
+  return instr.attrs[op.attr_index(od.read_if)] != 0;
 }
 
 LocalPiece localize(const OpDef& op, const Instruction& piece, uint64_t base) {

@@ -24,7 +24,8 @@ struct LocalPiece {
   uint64_t bytes = 0;            // tile bytes used from `base` (aligned)
 };
 
-// Whether operand `o` of `instr` is read (inputs, and outputs under their read_if attribute).
+// Whether operand `o` of `instr` is read: an input unless its read_if attribute is clear (a fused
+// epilogue's bias on a piece that does not complete the sum), an output when it is set.
 bool operand_is_read(const OpDef& op, const Instruction& instr, size_t o);
 
 LocalPiece localize(const OpDef& op, const Instruction& piece, uint64_t base);
