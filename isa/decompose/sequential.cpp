@@ -1,6 +1,7 @@
 #include "isa/decompose/sequential.h"
 
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -142,10 +143,10 @@ std::vector<int64_t> searched_tiling(const OpDef& op, const OpTable& ops, const 
   const std::vector<std::vector<int64_t>> values =
       tile_values(op, instr, budget.fanout == 1, {best});  // candidate tiles, ascending
   auto legal = [&](const std::vector<int64_t>& t) { return tiling_legal(op, instr, t); };
-  auto time = [&](const std::vector<int64_t>& t) {
-    return model.tiling_cycles(budget.level, op, ops, instr, t);
+  auto time = [&](const std::vector<int64_t>& t, double at_least) {
+    return model.tiling_cycles(budget.level, op, ops, instr, t, at_least);
   };
-  double best_t = time(best);
+  double best_t = time(best, std::numeric_limits<double>::infinity());
   auto pieces = [&](const std::vector<int64_t>& t) {
     double n = 1;
     for (size_t d = 0; d < nd; ++d)
@@ -157,9 +158,10 @@ std::vector<int64_t> searched_tiling(const OpDef& op, const OpTable& ops, const 
   const double more_pieces = budget.fanout == 1 ? 0.02 : 0.10;
   auto better = [&](const std::vector<int64_t>& t) {
     if (t == best || !legal(t)) return false;
-    const double tt = time(t);
     const double gain = pieces(t) > pieces(best) ? more_pieces : 1e-9;
-    if (!(tt < best_t * (1 - gain)) || cost(t) > limit) return false;
+    const double needed = best_t * (1 - gain);
+    const double tt = time(t, needed);
+    if (!(tt < needed) || cost(t) > limit) return false;
     best = t;
     best_t = tt;
     return true;
