@@ -221,16 +221,17 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
 }
 
 double CostModel::quick_cycles(int l, const OpDef& op, const OpTable& ops,
-                               const Instruction& instr) const {
+                               const Instruction& instr, double at_least) const {
   auto& cache = quick_cache_.at(static_cast<size_t>(l));
   std::vector<int64_t> key = shape_key(instr);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   const LevelCost& lc = level(l);
   double read = 0, written = 0;
   piece_traffic(op, instr, read, written);
-  const double t = std::max({read / lc.bytes_per_cycle, written / lc.bytes_per_cycle,
-                             execute_cycles(l, op, ops, instr)}) +
-                   2 * lc.latency_cycles;
+  const double move = std::max(read / lc.bytes_per_cycle, written / lc.bytes_per_cycle);
+  // Without its execution: a lower bound (not cached).
+  if (const double bound = move + 2 * lc.latency_cycles; bound >= at_least) return bound;
+  const double t = std::max(move, execute_cycles(l, op, ops, instr)) + 2 * lc.latency_cycles;
   cache.emplace(std::move(key), t);
   return t;
 }
@@ -272,7 +273,12 @@ const std::vector<int64_t>& CostModel::parallel_parts(int l, const OpDef& op, co
   std::vector<int64_t> best = candidates.front();
   double best_t = quick_cycles(l + 1, op, ops, piece);
   int64_t best_children = 1;
-  std::map<std::vector<int64_t>, double> seen;  // largest child's lengths -> its time
+  // Largest child's lengths -> its time, or a lower bound of it (then `exact` is false).
+  struct Seen {
+    double t = 0;
+    bool exact = false;
+  };
+  std::map<std::vector<int64_t>, Seen> seen;
   for (size_t c = 1; c < candidates.size(); ++c) {
     const std::vector<int64_t>& parts = candidates[c];
     int64_t used = 1;
@@ -281,9 +287,17 @@ const std::vector<int64_t>& CostModel::parallel_parts(int l, const OpDef& op, co
       used *= parts[d];
       len[d] = ceil_div(ext[d], parts[d]);
     }
-    auto [it, fresh] = seen.try_emplace(len, 0.0);
-    if (fresh) it->second = quick_cycles(l + 1, op, ops, largest_part(op, piece, parts));
-    const double t = it->second;
+    // What the candidate must come below to be chosen; a child whose time is known to be at
+    // least that is not estimated further.
+    const double needed =
+        used < best_children ? std::nextafter(best_t, std::numeric_limits<double>::infinity())
+                             : best_t;
+    auto [it, fresh] = seen.try_emplace(len);
+    if (fresh || (!it->second.exact && it->second.t < needed)) {
+      const double t = quick_cycles(l + 1, op, ops, largest_part(op, piece, parts), needed);
+      it->second = Seen{t, t < needed};
+    }
+    const double t = it->second.t;
     if (t < best_t || (t == best_t && used < best_children)) {
       best = parts;
       best_t = t;

@@ -97,8 +97,10 @@ class CostModel {
   // A quick estimate of a node of level `l` running `instr` whole: the longest of loading its
   // operands, executing it (as execute_cycles) and writing its outputs back, plus a latency
   // each way. What candidates for the level above are judged by (a full node_cycles per
-  // candidate would run the node's own search each time).
-  double quick_cycles(int l, const OpDef& op, const OpTable& ops, const Instruction& instr) const;
+  // candidate would run the node's own search each time). When even its time without the
+  // execution is at least `at_least`, that lower bound instead, as for tiling_cycles.
+  double quick_cycles(int l, const OpDef& op, const OpTable& ops, const Instruction& instr,
+                      double at_least = std::numeric_limits<double>::infinity()) const;
 
   // The parts per dim that `search` splits a piece across a node's `fanout` children with (a
   // node of level `l`, -1 for the root; its children are level l + 1); cached by the piece's
