@@ -65,15 +65,9 @@ std::vector<int64_t> shape_key(const Instruction& instr) {
 
 std::vector<int64_t> planning_key(const OpDef& op, const Instruction& instr) {
   std::vector<int64_t> key = shape_key(instr);
-  for (size_t o = 0; o < op.operands.size(); ++o) {
-    if (op.operands[o].role != OperandRole::in) continue;
-    const auto [a0, a1] = instr.operands[o].byte_span();
-    for (size_t w = 0; w < op.operands.size(); ++w) {
-      if (op.operands[w].role != OperandRole::out) continue;
-      const auto [b0, b1] = instr.operands[w].byte_span();
-      key.push_back(a0 < b1 && b0 < a1 ? 1 : 0);
-    }
-  }
+  for (size_t o = 0; o < op.operands.size(); ++o)
+    if (op.operands[o].role == OperandRole::in)
+      key.push_back(input_meets_output(op, instr, o) ? 1 : 0);
   return key;
 }
 

@@ -137,7 +137,7 @@ class CostModel {
 // strides are 0 (broadcast dims are stored once).
 std::vector<int64_t> shape_key(const Instruction& instr);
 
-// shape_key and, per (input, output) pair, whether their byte spans meet: what decides the
+// shape_key and, per input, whether it meets an output (input_meets_output): what decides the
 // static inputs and resident partial sums of a node's tiling, and so its estimate.
 std::vector<int64_t> planning_key(const OpDef& op, const Instruction& instr);
 

@@ -116,12 +116,7 @@ uint64_t static_footprint(const OpDef& op, const Instruction& instr,
       whole = whole && tile[di] >= ext[di] && op.dims[di].kind != DimKind::window;
     }
     // An input the instruction also writes (in place) changes between pieces.
-    for (size_t w = 0; w < op.operands.size() && whole; ++w) {
-      if (op.operands[w].role != OperandRole::out) continue;
-      auto [a0, a1] = instr.operands[o].byte_span();
-      auto [b0, b1] = instr.operands[w].byte_span();
-      whole = !(a0 < b1 && b0 < a1);
-    }
+    whole = whole && !input_meets_output(op, instr, o);
     if (whole && instr.operands[o].stored_bytes() > 0)
       bytes += align_up(instr.operands[o].stored_bytes(), kTileAlign);
   }
@@ -312,16 +307,19 @@ bool resident_split(const OpDef& op, const Instruction& instr, const std::vector
     accumulating = true;
   }
   if (!accumulating) return false;
-  for (size_t o = 0; o < op.operands.size(); ++o) {
-    if (op.operands[o].role != OperandRole::in) continue;
-    const auto [a0, a1] = instr.operands[o].byte_span();
-    for (size_t w = 0; w < op.operands.size(); ++w) {
-      if (op.operands[w].role != OperandRole::out) continue;
-      const auto [b0, b1] = instr.operands[w].byte_span();
-      if (a0 < b1 && b0 < a1) return false;
-    }
-  }
+  for (size_t o = 0; o < op.operands.size(); ++o)
+    if (op.operands[o].role == OperandRole::in && input_meets_output(op, instr, o)) return false;
   return true;
+}
+
+bool input_meets_output(const OpDef& op, const Instruction& instr, size_t o) {
+  const auto [a0, a1] = instr.operands[o].byte_span();
+  for (size_t w = 0; w < op.operands.size(); ++w) {
+    if (op.operands[w].role != OperandRole::out) continue;
+    const auto [b0, b1] = instr.operands[w].byte_span();
+    if (a0 < b1 && b0 < a1) return true;
+  }
+  return false;
 }
 
 SequentialPlan plan_sequential(const OpDef& op, const OpTable& ops, const Instruction& instr,
