@@ -120,7 +120,8 @@ class CostModel {
 
   Policy policy_;
   std::vector<LevelCost> levels_;
-  // Keyed by shape_key: the hash picks the bucket, the whole key decides.
+  // Keyed by shape_key (node and tiling estimates by planning_key): the hash picks the bucket,
+  // the whole key decides.
   struct KeyHash {
     size_t operator()(const std::vector<int64_t>& k) const {
       return boost::hash_range(k.begin(), k.end());
