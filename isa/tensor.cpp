@@ -85,12 +85,16 @@ bool views_overlap(const TensorRef& a, const TensorRef& b) {
 }
 
 TensorRef TensorRef::slice(int dim, int64_t begin, int64_t len) const {
+  TensorRef r = *this;
+  r.narrow(dim, begin, len);
+  return r;
+}
+
+void TensorRef::narrow(int dim, int64_t begin, int64_t len) {
   FRACSIM_ASSERT(dim >= 0 && dim < rank() && begin >= 0 && len >= 0 && begin + len <= shape[dim],
                  "slice dim {} [{}, +{}) of {}", dim, begin, len, tensor_str(*this));
-  TensorRef r = *this;
-  r.address += static_cast<uint64_t>(begin * strides[dim]) * dtype_size(dtype);
-  r.shape[dim] = len;
-  return r;
+  address += static_cast<uint64_t>(begin * strides[dim]) * dtype_size(dtype);
+  shape[dim] = len;
 }
 
 TensorRef TensorRef::packed_at(uint64_t addr) const {

@@ -38,6 +38,8 @@ struct TensorRef {
   std::pair<uint64_t, uint64_t> byte_span() const;
   // The view restricted to [begin, begin+len) along dim.
   TensorRef slice(int dim, int64_t begin, int64_t len) const;
+  // The same restriction applied to this view itself.
+  void narrow(int dim, int64_t begin, int64_t len);
   // The same dims stored densely at `address` (stride 0 kept where this has stride 0).
   TensorRef packed_at(uint64_t address) const;
 };

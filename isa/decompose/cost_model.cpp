@@ -48,7 +48,11 @@ std::optional<Policy> policy_named(std::string_view name) {
 }
 
 std::vector<int64_t> shape_key(const Instruction& instr) {
-  std::vector<int64_t> key{instr.opcode};
+  size_t n = 1 + instr.attrs.size();
+  for (const TensorRef& t : instr.operands) n += 2 + t.shape.size();
+  std::vector<int64_t> key;
+  key.reserve(n + 16);  // room for what callers append (flags, a tiling)
+  key.push_back(instr.opcode);
   key.insert(key.end(), instr.attrs.begin(), instr.attrs.end());
   for (const TensorRef& t : instr.operands) {
     key.push_back(static_cast<int64_t>(t.dtype));
@@ -56,6 +60,14 @@ std::vector<int64_t> shape_key(const Instruction& instr) {
     for (size_t a = 0; a < t.shape.size(); ++a)
       key.push_back(t.strides[a] == 0 ? -t.shape[a] - 1 : t.shape[a]);
   }
+  return key;
+}
+
+std::vector<int64_t> planning_key(const OpDef& op, const Instruction& instr) {
+  std::vector<int64_t> key = shape_key(instr);
+  for (size_t o = 0; o < op.operands.size(); ++o)
+    if (op.operands[o].role == OperandRole::in)
+      key.push_back(input_meets_output(op, instr, o) ? 1 : 0);
   return key;
 }
 
@@ -78,10 +90,23 @@ CostModel::CostModel(Policy policy, std::vector<LevelCost> levels)
       levels_(std::move(levels)),
       node_cache_(levels_.size()),
       quick_cache_(levels_.size()),
+      execute_cache_(levels_.size()),
+      tiling_cache_(levels_.size()),
       parts_cache_(levels_.size() + 1) {}
 
 double CostModel::execute_cycles(int l, const OpDef& op, const OpTable& ops,
                                  const Instruction& piece, bool after_write_back) const {
+  auto& cache = execute_cache_.at(static_cast<size_t>(l));
+  std::vector<int64_t> key = shape_key(piece);
+  key.push_back(after_write_back ? 1 : 0);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  const double t = execute_uncached(l, op, ops, piece, after_write_back);
+  cache.emplace(std::move(key), t);
+  return t;
+}
+
+double CostModel::execute_uncached(int l, const OpDef& op, const OpTable& ops,
+                                   const Instruction& piece, bool after_write_back) const {
   const LevelCost& lc = level(l);
   if (lc.leaf) return static_cast<double>(leaf_cycles(op, piece, lc.unit));
   // A child that must wait for an earlier piece's write-back cannot overlap its own loads with
@@ -112,7 +137,12 @@ double CostModel::execute_cycles(int l, const OpDef& op, const OpTable& ops,
 }
 
 double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
-                                const Instruction& instr, const std::vector<int64_t>& tile) const {
+                                const Instruction& instr, const std::vector<int64_t>& tile,
+                                double at_least) const {
+  auto& cache = tiling_cache_.at(static_cast<size_t>(l));
+  std::vector<int64_t> key = planning_key(op, instr);
+  key.insert(key.end(), tile.begin(), tile.end());
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
   const LevelCost& lc = level(l);
   const std::vector<int64_t> ext = dim_extents(op, instr);
   double pieces = 1, reduce_parts = 1;
@@ -136,55 +166,66 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
       accumulated += static_cast<double>(piece.operands[o].stored_bytes());
   const double ld = lc.latency_cycles + std::max(0.0, read - stat) / lc.bytes_per_cycle;
   const double wb = lc.latency_cycles + written / lc.bytes_per_cycle;
-  const double ex = execute_cycles(l, op, ops, piece);
-  const double steady = std::max({ld, ex, wb, static_cast<double>(lc.decode_cycles)});
-  // At an inner node a piece that accumulates onto an output tile runs on children that read
-  // that tile back and so wait for the write-back of the piece before it.
-  double ex_acc = ex;
-  if (!lc.leaf && reduce_parts > 1) {
-    Instruction later = piece;
-    for (const OperandDef& od : op.operands)
-      if (od.role == OperandRole::out && !od.read_if.empty())
-        if (const int a = op.attr_index(od.read_if); a >= 0) later.attrs[a] = 1;
-    ex_acc = execute_cycles(l, op, ops, later, true);
-  }
+  const double dec = static_cast<double>(lc.decode_cycles);
+  const double first = pieces / reduce_parts;
+  const bool resident = lc.resident && resident_split(op, instr, tile);
   // The first sweep over the output tiles pipelines. A piece that accumulates reads its output
   // tile, and a node's LD waits for every earlier piece in flight that writes what it reads:
   // with `hazards: spans` every one whose write-back span meets it (the strided tiles of one
   // output do), so each such piece runs alone, load, execute and write-back in turn; with
   // `tiles` only the piece of its own tile, a sweep earlier, which is done when a sweep holds
   // more pieces than are in flight.
-  const double first = pieces / reduce_parts;
-  if (lc.resident && resident_split(op, instr, tile)) {
-    // Resident partial sums: no piece reloads its output tile, so none waits for a write-back,
-    // and one write-back serves the reduce_parts pieces of a tile.
-    const double dec = static_cast<double>(lc.decode_cycles);
-    return stat / lc.bytes_per_cycle + ld + ex + wb +
-           (first - 1) * std::max({ld, ex, wb / reduce_parts, dec}) +
-           (pieces - first) * std::max({ld, ex_acc, wb / reduce_parts, dec});
-  }
-  if (lc.tile_hazards && first > lc.depth) {
-    const double acc_steady = std::max({ld + accumulated / lc.bytes_per_cycle, ex, wb,
-                                        static_cast<double>(lc.decode_cycles)});
+  // ex: a piece's execution; ex_acc: an accumulating piece's (below). The time grows with both
+  // (in floating point too), so with both 0 it is a lower bound.
+  auto total = [&](double ex, double ex_acc) {
+    const double steady = std::max({ld, ex, wb, dec});
+    if (resident) {
+      // Resident partial sums: no piece reloads its output tile, so none waits for a
+      // write-back, and one write-back serves the reduce_parts pieces of a tile.
+      return stat / lc.bytes_per_cycle + ld + ex + wb +
+             (first - 1) * std::max({ld, ex, wb / reduce_parts, dec}) +
+             (pieces - first) * std::max({ld, ex_acc, wb / reduce_parts, dec});
+    }
+    if (lc.tile_hazards && first > lc.depth) {
+      const double acc_steady = std::max({ld + accumulated / lc.bytes_per_cycle, ex, wb, dec});
+      return stat / lc.bytes_per_cycle + ld + ex + wb + (first - 1) * steady +
+             (pieces - first) * acc_steady;
+    }
+    const double serial = (ld + accumulated / lc.bytes_per_cycle) + ex_acc + wb;
     return stat / lc.bytes_per_cycle + ld + ex + wb + (first - 1) * steady +
-           (pieces - first) * acc_steady;
+           (pieces - first) * serial;
+  };
+  // A tiling that cannot come below at_least is not estimated further (nor cached).
+  if (const double bound = total(0, 0); bound >= at_least) return bound;
+  const double ex = execute_cycles(l, op, ops, piece);
+  // At an inner node a piece that accumulates onto an output tile runs on children that read
+  // that tile back and so wait for the write-back of the piece before it (estimated only where
+  // the time uses it).
+  double ex_acc = ex;
+  if (!lc.leaf && reduce_parts > 1 && (resident || !(lc.tile_hazards && first > lc.depth))) {
+    Instruction later = piece;
+    for (const OperandDef& od : op.operands)
+      if (od.role == OperandRole::out && !od.read_if.empty())
+        if (const int a = op.attr_index(od.read_if); a >= 0) later.attrs[a] = 1;
+    ex_acc = execute_cycles(l, op, ops, later, true);
   }
-  const double serial = (ld + accumulated / lc.bytes_per_cycle) + ex_acc + wb;
-  return stat / lc.bytes_per_cycle + ld + ex + wb + (first - 1) * steady +
-         (pieces - first) * serial;
+  const double t = total(ex, ex_acc);
+  cache.emplace(std::move(key), t);
+  return t;
 }
 
 double CostModel::quick_cycles(int l, const OpDef& op, const OpTable& ops,
-                               const Instruction& instr) const {
+                               const Instruction& instr, double at_least) const {
   auto& cache = quick_cache_.at(static_cast<size_t>(l));
   std::vector<int64_t> key = shape_key(instr);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   const LevelCost& lc = level(l);
   double read = 0, written = 0;
   piece_traffic(op, instr, read, written);
-  const double t = std::max({read / lc.bytes_per_cycle, written / lc.bytes_per_cycle,
-                             execute_cycles(l, op, ops, instr)}) +
-                   2 * lc.latency_cycles;
+  const double move = std::max(read / lc.bytes_per_cycle, written / lc.bytes_per_cycle);
+  // Without its execution: a lower bound (not cached).
+  if (const double bound = move + 2 * lc.latency_cycles; bound >= at_least) return bound;
+  const double t = std::max(move, execute_cycles(l, op, ops, instr)) + 2 * lc.latency_cycles;
   cache.emplace(std::move(key), t);
   return t;
 }
@@ -192,7 +233,7 @@ double CostModel::quick_cycles(int l, const OpDef& op, const OpTable& ops,
 double CostModel::node_cycles(int l, const OpDef& op, const OpTable& ops,
                               const Instruction& instr) const {
   auto& cache = node_cache_.at(static_cast<size_t>(l));
-  std::vector<int64_t> key = shape_key(instr);
+  std::vector<int64_t> key = planning_key(op, instr);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   const LevelCost& lc = level(l);
   NodeBudget budget{sub_block(lc.capacity, lc.depth), lc.fanout, lc.name};
@@ -226,7 +267,12 @@ const std::vector<int64_t>& CostModel::parallel_parts(int l, const OpDef& op, co
   std::vector<int64_t> best = candidates.front();
   double best_t = quick_cycles(l + 1, op, ops, piece);
   int64_t best_children = 1;
-  std::map<std::vector<int64_t>, double> seen;  // largest child's lengths -> its time
+  // Largest child's lengths -> its time, or a lower bound of it (then `exact` is false).
+  struct Seen {
+    double t = 0;
+    bool exact = false;
+  };
+  std::map<std::vector<int64_t>, Seen> seen;
   for (size_t c = 1; c < candidates.size(); ++c) {
     const std::vector<int64_t>& parts = candidates[c];
     int64_t used = 1;
@@ -235,9 +281,17 @@ const std::vector<int64_t>& CostModel::parallel_parts(int l, const OpDef& op, co
       used *= parts[d];
       len[d] = ceil_div(ext[d], parts[d]);
     }
-    auto [it, fresh] = seen.try_emplace(len, 0.0);
-    if (fresh) it->second = quick_cycles(l + 1, op, ops, largest_part(op, piece, parts));
-    const double t = it->second;
+    // What the candidate must come below to be chosen; a child whose time is known to be at
+    // least that is not estimated further.
+    const double needed =
+        used < best_children ? std::nextafter(best_t, std::numeric_limits<double>::infinity())
+                             : best_t;
+    auto [it, fresh] = seen.try_emplace(len);
+    if (fresh || (!it->second.exact && it->second.t < needed)) {
+      const double t = quick_cycles(l + 1, op, ops, largest_part(op, piece, parts), needed);
+      it->second = Seen{t, t < needed};
+    }
+    const double t = it->second.t;
     if (t < best_t || (t == best_t && used < best_children)) {
       best = parts;
       best_t = t;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -77,9 +78,13 @@ class CostModel {
   // executed (on its children, or its unit at a leaf) and written back, overlapped N deep.
   double node_cycles(int l, const OpDef& op, const OpTable& ops, const Instruction& instr) const;
 
-  // Estimated cycles of a tiling (a tile length per dim) at a node of level `l`.
+  // Estimated cycles of a tiling (a tile length per dim) at a node of level `l`. When even
+  // its time without the pieces' execution is at least `at_least`, that lower bound instead
+  // (the execution, the costly part, is then not estimated): a search that only asks whether
+  // the tiling beats a time gets the same answer.
   double tiling_cycles(int l, const OpDef& op, const OpTable& ops, const Instruction& instr,
-                       const std::vector<int64_t>& tile) const;
+                       const std::vector<int64_t>& tile,
+                       double at_least = std::numeric_limits<double>::infinity()) const;
 
   // Estimated cycles of a piece's execution at level `l` (EX): the unit's cycles at a leaf;
   // at an inner node its largest child's quick_cycles, split by the policy, plus the LFU's
@@ -92,8 +97,10 @@ class CostModel {
   // A quick estimate of a node of level `l` running `instr` whole: the longest of loading its
   // operands, executing it (as execute_cycles) and writing its outputs back, plus a latency
   // each way. What candidates for the level above are judged by (a full node_cycles per
-  // candidate would run the node's own search each time).
-  double quick_cycles(int l, const OpDef& op, const OpTable& ops, const Instruction& instr) const;
+  // candidate would run the node's own search each time). When even its time without the
+  // execution is at least `at_least`, that lower bound instead, as for tiling_cycles.
+  double quick_cycles(int l, const OpDef& op, const OpTable& ops, const Instruction& instr,
+                      double at_least = std::numeric_limits<double>::infinity()) const;
 
   // The parts per dim that `search` splits a piece across a node's `fanout` children with (a
   // node of level `l`, -1 for the root; its children are level l + 1); cached by the piece's
@@ -108,9 +115,13 @@ class CostModel {
   const std::vector<int64_t>* pinned_parts(int l) const;
 
  private:
+  double execute_uncached(int l, const OpDef& op, const OpTable& ops, const Instruction& piece,
+                          bool after_write_back) const;
+
   Policy policy_;
   std::vector<LevelCost> levels_;
-  // Keyed by shape_key: the hash picks the bucket, the whole key decides.
+  // Keyed by shape_key (node and tiling estimates by planning_key): the hash picks the bucket,
+  // the whole key decides.
   struct KeyHash {
     size_t operator()(const std::vector<int64_t>& k) const {
       return boost::hash_range(k.begin(), k.end());
@@ -118,7 +129,7 @@ class CostModel {
   };
   template <typename V>
   using Cache = std::unordered_map<std::vector<int64_t>, V, KeyHash>;
-  mutable std::vector<Cache<double>> node_cache_, quick_cache_;
+  mutable std::vector<Cache<double>> node_cache_, quick_cache_, execute_cache_, tiling_cache_;
   mutable std::vector<Cache<std::vector<int64_t>>> parts_cache_;
   std::optional<PinnedDecision> pinned_;
 };
@@ -126,5 +137,9 @@ class CostModel {
 // What decides a piece's decomposition and cost: opcode, attributes, dtypes, shapes and which
 // strides are 0 (broadcast dims are stored once).
 std::vector<int64_t> shape_key(const Instruction& instr);
+
+// shape_key and, per input, whether it meets an output (input_meets_output): what decides the
+// static inputs and resident partial sums of a node's tiling, and so its estimate.
+std::vector<int64_t> planning_key(const OpDef& op, const Instruction& instr);
 
 }  // namespace fracsim::isa

@@ -60,7 +60,7 @@ Instruction slice_instruction(const OpDef& op, const Instruction& instr, const P
   for (size_t o = 0; o < op.operands.size(); ++o)
     for (size_t a = 0; a < op.operands[o].dims.size(); ++a) {
       const int d = op.operands[o].dim_ids[a];
-      out.operands[o] = out.operands[o].slice(static_cast<int>(a), r.begin[d], r.len[d]);
+      out.operands[o].narrow(static_cast<int>(a), r.begin[d], r.len[d]);
     }
   for (size_t d = 0; d < op.dims.size(); ++d) {
     const DimDef& dd = op.dims[d];

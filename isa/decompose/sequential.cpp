@@ -1,6 +1,7 @@
 #include "isa/decompose/sequential.h"
 
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -115,12 +116,7 @@ uint64_t static_footprint(const OpDef& op, const Instruction& instr,
       whole = whole && tile[di] >= ext[di] && op.dims[di].kind != DimKind::window;
     }
     // An input the instruction also writes (in place) changes between pieces.
-    for (size_t w = 0; w < op.operands.size() && whole; ++w) {
-      if (op.operands[w].role != OperandRole::out) continue;
-      auto [a0, a1] = instr.operands[o].byte_span();
-      auto [b0, b1] = instr.operands[w].byte_span();
-      whole = !(a0 < b1 && b0 < a1);
-    }
+    whole = whole && !input_meets_output(op, instr, o);
     if (whole && instr.operands[o].stored_bytes() > 0)
       bytes += align_up(instr.operands[o].stored_bytes(), kTileAlign);
   }
@@ -142,10 +138,10 @@ std::vector<int64_t> searched_tiling(const OpDef& op, const OpTable& ops, const 
   const std::vector<std::vector<int64_t>> values =
       tile_values(op, instr, budget.fanout == 1, {best});  // candidate tiles, ascending
   auto legal = [&](const std::vector<int64_t>& t) { return tiling_legal(op, instr, t); };
-  auto time = [&](const std::vector<int64_t>& t) {
-    return model.tiling_cycles(budget.level, op, ops, instr, t);
+  auto time = [&](const std::vector<int64_t>& t, double at_least) {
+    return model.tiling_cycles(budget.level, op, ops, instr, t, at_least);
   };
-  double best_t = time(best);
+  double best_t = time(best, std::numeric_limits<double>::infinity());
   auto pieces = [&](const std::vector<int64_t>& t) {
     double n = 1;
     for (size_t d = 0; d < nd; ++d)
@@ -157,9 +153,10 @@ std::vector<int64_t> searched_tiling(const OpDef& op, const OpTable& ops, const 
   const double more_pieces = budget.fanout == 1 ? 0.02 : 0.10;
   auto better = [&](const std::vector<int64_t>& t) {
     if (t == best || !legal(t)) return false;
-    const double tt = time(t);
     const double gain = pieces(t) > pieces(best) ? more_pieces : 1e-9;
-    if (!(tt < best_t * (1 - gain)) || cost(t) > limit) return false;
+    const double needed = best_t * (1 - gain);
+    const double tt = time(t, needed);
+    if (!(tt < needed) || cost(t) > limit) return false;
     best = t;
     best_t = tt;
     return true;
@@ -310,16 +307,19 @@ bool resident_split(const OpDef& op, const Instruction& instr, const std::vector
     accumulating = true;
   }
   if (!accumulating) return false;
-  for (size_t o = 0; o < op.operands.size(); ++o) {
-    if (op.operands[o].role != OperandRole::in) continue;
-    const auto [a0, a1] = instr.operands[o].byte_span();
-    for (size_t w = 0; w < op.operands.size(); ++w) {
-      if (op.operands[w].role != OperandRole::out) continue;
-      const auto [b0, b1] = instr.operands[w].byte_span();
-      if (a0 < b1 && b0 < a1) return false;
-    }
-  }
+  for (size_t o = 0; o < op.operands.size(); ++o)
+    if (op.operands[o].role == OperandRole::in && input_meets_output(op, instr, o)) return false;
   return true;
+}
+
+bool input_meets_output(const OpDef& op, const Instruction& instr, size_t o) {
+  const auto [a0, a1] = instr.operands[o].byte_span();
+  for (size_t w = 0; w < op.operands.size(); ++w) {
+    if (op.operands[w].role != OperandRole::out) continue;
+    const auto [b0, b1] = instr.operands[w].byte_span();
+    if (a0 < b1 && b0 < a1) return true;
+  }
+  return false;
 }
 
 SequentialPlan plan_sequential(const OpDef& op, const OpTable& ops, const Instruction& instr,

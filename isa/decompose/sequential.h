@@ -46,6 +46,10 @@ struct NodeBudget {
 // and no input overlaps an output (an input must not read what the node has not written back).
 bool resident_split(const OpDef& op, const Instruction& instr, const std::vector<int64_t>& tile);
 
+// Whether operand `o`'s byte span meets that of an output of the instruction (an input it
+// also writes, in place).
+bool input_meets_output(const OpDef& op, const Instruction& instr, size_t o);
+
 // Bytes of the inputs a tiling leaves whole (same view in every piece, not written by the
 // instruction): what the static segment holds.
 uint64_t static_footprint(const OpDef& op, const Instruction& instr,
