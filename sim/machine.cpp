@@ -285,7 +285,9 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   r.spans = std::move(ctx.spans);
   if (ctx.functional) {
     r.memory.resize(program.footprint);
-    std::memcpy(r.memory.data(), root.memory().view().data, program.footprint);
+    // memcpy takes no null pointer, not even for no bytes (a program without data).
+    if (program.footprint != 0)
+      std::memcpy(r.memory.data(), root.memory().view().data, program.footprint);
   }
   return r;
 }
