@@ -16,11 +16,51 @@
 namespace fracsim::sim {
 namespace {
 
-// Each run gets a SystemC kernel of its own, so that one process can run many simulations.
-void fresh_simcontext() {
-  sc_core::sc_curr_simcontext = new sc_core::sc_simcontext();
-  sc_core::sc_default_global_context = sc_core::sc_curr_simcontext;
-}
+// The SystemC kernel of one run, current while it lives: each run gets a kernel of its own, so
+// that one process can run many simulations. The kernel that was current before comes back
+// when it goes. Declared before the run's modules, which must go first (they deregister from it).
+class Kernel {
+ public:
+  Kernel()
+      : previous_(sc_core::sc_get_curr_simcontext()),
+        previous_default_(sc_core::sc_default_global_context),
+        own_(std::make_unique<sc_core::sc_simcontext>()) {
+    sc_core::sc_curr_simcontext = own_.get();
+    sc_core::sc_default_global_context = own_.get();
+  }
+  ~Kernel() {
+    sc_core::sc_curr_simcontext = previous_;
+    sc_core::sc_default_global_context = previous_default_;
+  }
+  Kernel(const Kernel&) = delete;
+  Kernel& operator=(const Kernel&) = delete;
+
+ private:
+  sc_core::sc_simcontext* previous_;
+  sc_core::sc_simcontext* previous_default_;
+  std::unique_ptr<sc_core::sc_simcontext> own_;
+};
+
+// Kills every process of the current kernel, which then frees them. SystemC frees a process
+// spawned during the simulation (the nodes' and the memories') only once it has ended, not
+// with its kernel, and a method process ends only when killed. Runs before the modules go: a
+// process leaves the events it waits on (the modules') when it ends. A kernel that never
+// started owns its processes and frees them itself; one that stopped cannot kill them, so no
+// run calls sc_stop (an error pauses the kernel instead).
+void kill_processes() {
+  if (!sc_core::sc_is_running()) return;
+  std::vector<sc_core::sc_process_handle> processes;
+  std::vector<sc_core::sc_object*> objects = sc_core::sc_get_top_level_objects();
+  while (!objects.empty()) {
+    sc_core::sc_object* o = objects.back();
+    objects.pop_back();
+    sc_core::sc_process_handle h(o);
+    if (h.valid()) processes.push_back(h);
+    const std::vector<sc_core::sc_object*>& children = o->get_child_objects();
+    objects.insert(objects.end(), children.begin(), children.end());
+  }
+  for (sc_core::sc_process_handle& h : processes) h.kill();
+}  // the last handle of a killed process frees it
 
 // Host bytes per node of the machine (the tree's index and per-node vectors) and per simulated
 // node (a Node's SystemC modules, processes, queues and its slot in the tree): the peak
@@ -87,9 +127,7 @@ void run_to_end(const MachineSpec& spec, const isa::Program& program, const SimO
     sc_core::sc_start(sc_core::sc_time::from_value(next - sc_core::sc_time_stamp().value()),
                       sc_core::SC_EXIT_ON_STARVATION);
     horizon = next;
-    if (ctx.error || sc_core::sc_get_status() == sc_core::SC_STOPPED ||
-        !sc_core::sc_pending_activity())
-      return;
+    if (ctx.error || !sc_core::sc_pending_activity()) return;
     if (completion.remaining == 0) {  // the last events after the last instruction
       sc_core::sc_start();
       return;
@@ -135,7 +173,7 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   const uint64_t reserved = isa::align_up(program.footprint, isa::kTileAlign);
 
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
-  fresh_simcontext();
+  Kernel kernel;
   sc_core::sc_report_handler::set_actions("/IEEE_Std_1666/deprecated", sc_core::SC_DO_NOTHING);
   // A run that stops on an error (or to restart with larger pools) says why itself.
   sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
@@ -162,6 +200,9 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   // every memory of the pool above.
   std::vector<std::unique_ptr<Node>> nodes;
   std::vector<std::unique_ptr<Interconnect>> interconnects;
+  struct KillProcesses {  // declared after the modules: runs before they go
+    ~KillProcesses() { kill_processes(); }
+  } kill_processes_first;
   nodes.push_back(std::make_unique<Node>("root", spec, -1, reserved, ctx));
   std::vector<std::pair<Node*, std::string>> above{{nodes.back().get(), "root"}};
   ctx.pools.resize(spec.levels.size());
@@ -244,7 +285,9 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   r.spans = std::move(ctx.spans);
   if (ctx.functional) {
     r.memory.resize(program.footprint);
-    std::memcpy(r.memory.data(), root.memory().view().data, program.footprint);
+    // memcpy takes no null pointer, not even for no bytes (a program without data).
+    if (program.footprint != 0)
+      std::memcpy(r.memory.data(), root.memory().view().data, program.footprint);
   }
   return r;
 }

@@ -155,7 +155,7 @@ struct Node::Pipeline {
   std::pair<uint64_t, uint64_t> finalize_out_span{0, 0};
 };
 
-// Runs a stage step; an exception stops the simulation and is rethrown by the machine.
+// Runs a stage step; an exception ends the simulation and is rethrown by the machine.
 template <typename Step>
 void Node::guarded(Step&& step) {
   try {
@@ -163,7 +163,9 @@ void Node::guarded(Step&& step) {
   } catch (...) {
     if (!ctx_.error) {
       ctx_.error = std::current_exception();
-      sc_core::sc_stop();  // once: other stages may fail in the same delta
+      // Once: other stages may fail in the same delta. Not sc_stop: a stopped kernel cannot
+      // end its processes (see kill_processes).
+      sc_core::sc_pause();
     }
     sc_core::next_trigger(pipe_->parked);  // this stage never runs again
   }

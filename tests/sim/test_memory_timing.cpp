@@ -269,14 +269,13 @@ TEST_CASE("a leaf memory too small for the smallest piece is rejected before sim
 }
 
 namespace {
-// A leaf backend that halts the simulation kernel in the middle of its instruction: the kernel
-// returns with work unfinished, as it does when it runs out of events because some process
-// waits for what never comes (stages are SC_METHODs and a unit answers at once, so a test
-// cannot make one wait for ever).
+// A leaf backend that suspends the stage process running it (stages are SC_METHODs and a unit
+// answers at once, so a test cannot make one wait for what never comes): the stage never runs
+// again, and the kernel runs out of events with work unfinished.
 class StuckUnit : public LeafUnit {
  public:
   uint64_t run(const isa::OpDef&, const isa::Instruction&, isa::MemoryView*) override {
-    sc_core::sc_stop();
+    sc_core::sc_get_current_process_handle().suspend();
     return 1;
   }
 };
@@ -288,13 +287,14 @@ TEST_CASE("a run that stops making progress names the node, the stage and the in
   spec.levels.back().backend = "stuck";
   isa::Program p = shared_weights();
   p.instructions.resize(1);
-  // The leaf's EX starts at 44 (see the permutation table test) and never ends.
+  // The leaf's EX starts at 44 (see the permutation table test) and its cycle ends at 45, when
+  // its suspended process does not run.
   const std::string instr =
       "matmul a=f32@0x0[1,8,8:64,8,1] b=f32@0x1000[1,8,8:64,8,1] out=f32@0x2000[1,8,8:64,8,1] "
       "accumulate=0";
   CHECK_THROWS_WITH_AS(
       simulate(spec, ops(), p, Mode::timing),
-      ("the run stopped making progress at 44000 ps with 1 of 1 instructions unfinished: root "
+      ("the run stopped making progress at 45000 ps with 1 of 1 instructions unfinished: root "
        "stage EX holds piece 1 of 1 of instruction `" +
        instr +
        "`; root.core0 stage EX holds "
