@@ -34,6 +34,7 @@ TEST_CASE("a fused epilogue's bias and residual are read by the epilogue only") 
   CHECK(only("conv2d_bias_act", "bias"));
   CHECK(!only("conv2d_bias_act", "in"));
   CHECK(!only("conv2d_bias_act", "w"));
+  CHECK(!only("conv2d_bias_act", "out"));  // read under `accumulate`, but an output
   CHECK(only("matmul_bias_add_act", "bias"));
   CHECK(only("matmul_bias_add_act", "res"));
   CHECK(!only("matmul_bias_add_act", "a"));
