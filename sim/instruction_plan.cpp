@@ -1,6 +1,7 @@
 #include "sim/instruction_plan.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -127,7 +128,18 @@ InstructionPlan plan_for(const isa::OpDef& op, const isa::OpTable& ops,
   // First choice: a tiling sized against the whole memory, keeping reused inputs whole in the
   // static segment (loaded once) and N sub-blocks for the rest. A fused epilogue's operand (a
   // bias) held static is no reason for it: the tiling may have cut its pieces to a sliver
-  // around it.
+  // around it. Under `search` it is a candidate beside the sub-block plans below, the one of
+  // least estimated time taken (ties: this order).
+  const bool search = node.model && node.model->policy() == isa::Policy::search;
+  std::optional<InstructionPlan> best;
+  double best_cycles = 0;
+  auto consider = [&](InstructionPlan plan) {
+    const double t = search ? node.model->tiling_cycles(node.level, op, ops, instr, plan.tile) : 0;
+    if (!best || t < best_cycles) {
+      best = std::move(plan);
+      best_cycles = t;
+    }
+  };
   if (n > 1) {
     isa::NodeBudget whole{budget, node.fanout, node.where};
     whole.capacity = node.capacity;
@@ -139,8 +151,10 @@ InstructionPlan plan_for(const isa::OpDef& op, const isa::OpTable& ops,
       InstructionPlan staged =
           finish(with_static_operands(op, instr, isa::plan_sequential(op, ops, instr, whole)));
       if (keeps_reused_input(op, staged) &&
-          static_bytes(staged) + n * staged.subblock_bytes <= node.capacity)
-        return staged;
+          static_bytes(staged) + n * staged.subblock_bytes <= node.capacity) {
+        if (!search) return staged;
+        consider(std::move(staged));
+      }
     } catch (const fracsim::ConfigError&) {
       // No such tiling: the sub-block plans below decide (and name the problem if none fits).
     }
@@ -152,14 +166,18 @@ InstructionPlan plan_for(const isa::OpDef& op, const isa::OpTable& ops,
   InstructionPlan safe =
       finish(with_static_operands(op, instr, isa::plan_sequential(op, ops, instr, sub)));
   const uint64_t s = static_bytes(safe);
-  if (s == 0 || n == 1) return safe;
-  const uint64_t tight_budget = sub_block(node.capacity - s, n) + s;
-  if (tight_budget <= budget) return safe;
-  sub.bytes = tight_budget;
-  InstructionPlan tight =
-      finish(with_static_operands(op, instr, isa::plan_sequential(op, ops, instr, sub)));
-  if (static_bytes(tight) + n * tight.subblock_bytes <= node.capacity) return tight;
-  return safe;
+  const uint64_t tight_budget = s == 0 || n == 1 ? 0 : sub_block(node.capacity - s, n) + s;
+  if (tight_budget > budget) {
+    sub.bytes = tight_budget;
+    InstructionPlan tight =
+        finish(with_static_operands(op, instr, isa::plan_sequential(op, ops, instr, sub)));
+    if (static_bytes(tight) + n * tight.subblock_bytes <= node.capacity) {
+      consider(std::move(tight));
+      if (!search) return std::move(*best);
+    }
+  }
+  consider(std::move(safe));
+  return std::move(*best);
 }
 
 }  // namespace

@@ -159,12 +159,22 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
   const double stat = static_cast<double>(static_footprint(op, instr, tile));
   double read = 0, written = 0;
   piece_traffic(op, piece, read, written);
-  double accumulated = 0;
+  // accumulated: the output a later piece along a reduce dim reads back; held: what of `read`
+  // is output (an instruction that itself accumulates), which a resident tile's later pieces
+  // do not load again.
+  double accumulated = 0, held = 0;
+  for (size_t o = 0; o < op.operands.size(); ++o) {
+    if (op.operands[o].role != OperandRole::out || op.operands[o].read_if.empty()) continue;
+    const double b = static_cast<double>(piece.operands[o].stored_bytes());
+    (operand_is_read(op, piece, o) ? held : accumulated) += b;
+  }
+  // A piece's load leaves out the static inputs it reads (those it does not read, such as an
+  // epilogue's bias on a piece that only accumulates, are not in `read`).
+  double stat_read = 0;
   for (size_t o = 0; o < op.operands.size(); ++o)
-    if (op.operands[o].role == OperandRole::out && !op.operands[o].read_if.empty() &&
-        !operand_is_read(op, piece, o))
-      accumulated += static_cast<double>(piece.operands[o].stored_bytes());
-  const double ld = lc.latency_cycles + std::max(0.0, read - stat) / lc.bytes_per_cycle;
+    if (input_stays_whole(op, instr, tile, o) && operand_is_read(op, piece, o))
+      stat_read += static_cast<double>(align_up(instr.operands[o].stored_bytes(), kTileAlign));
+  const double ld = lc.latency_cycles + std::max(0.0, read - stat_read) / lc.bytes_per_cycle;
   const double wb = lc.latency_cycles + written / lc.bytes_per_cycle;
   const double dec = static_cast<double>(lc.decode_cycles);
   const double first = pieces / reduce_parts;
@@ -184,7 +194,8 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
       // write-back, and one write-back serves the reduce_parts pieces of a tile.
       return stat / lc.bytes_per_cycle + ld + ex + wb +
              (first - 1) * std::max({ld, ex, wb / reduce_parts, dec}) +
-             (pieces - first) * std::max({ld, ex_acc, wb / reduce_parts, dec});
+             (pieces - first) * std::max({ld - held / lc.bytes_per_cycle, ex_acc,
+                                          wb / reduce_parts, dec});
     }
     if (lc.tile_hazards && first > lc.depth) {
       const double acc_steady = std::max({ld + accumulated / lc.bytes_per_cycle, ex, wb, dec});

@@ -104,22 +104,24 @@ std::vector<Instruction> sequential(const OpDef& op, const OpTable& ops, const I
   return plan_sequential(op, ops, instr, budget).pieces;
 }
 
+bool input_stays_whole(const OpDef& op, const Instruction& instr, const std::vector<int64_t>& tile,
+                       size_t o) {
+  if (op.operands[o].role != OperandRole::in) return false;
+  const std::vector<int64_t> ext = dim_extents(op, instr);
+  for (const std::string& d : op.operands[o].dims) {
+    const int di = op.dim_index(d);
+    if (tile[di] < ext[di] || op.dims[di].kind == DimKind::window) return false;
+  }
+  // An input the instruction also writes (in place) changes between pieces.
+  return !input_meets_output(op, instr, o);
+}
+
 uint64_t static_footprint(const OpDef& op, const Instruction& instr,
                           const std::vector<int64_t>& tile) {
-  const std::vector<int64_t> ext = dim_extents(op, instr);
   uint64_t bytes = 0;
-  for (size_t o = 0; o < op.operands.size(); ++o) {
-    if (op.operands[o].role != OperandRole::in) continue;
-    bool whole = true;
-    for (const std::string& d : op.operands[o].dims) {
-      const int di = op.dim_index(d);
-      whole = whole && tile[di] >= ext[di] && op.dims[di].kind != DimKind::window;
-    }
-    // An input the instruction also writes (in place) changes between pieces.
-    whole = whole && !input_meets_output(op, instr, o);
-    if (whole && instr.operands[o].stored_bytes() > 0)
+  for (size_t o = 0; o < op.operands.size(); ++o)
+    if (input_stays_whole(op, instr, tile, o) && instr.operands[o].stored_bytes() > 0)
       bytes += align_up(instr.operands[o].stored_bytes(), kTileAlign);
-  }
   return bytes;
 }
 

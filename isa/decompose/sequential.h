@@ -50,8 +50,13 @@ bool resident_split(const OpDef& op, const Instruction& instr, const std::vector
 // also writes, in place).
 bool input_meets_output(const OpDef& op, const Instruction& instr, size_t o);
 
-// Bytes of the inputs a tiling leaves whole (same view in every piece, not written by the
-// instruction): what the static segment holds.
+// Whether a tiling leaves input `o` whole: the same view in every piece, not written by the
+// instruction (what the static segment holds).
+bool input_stays_whole(const OpDef& op, const Instruction& instr, const std::vector<int64_t>& tile,
+                       size_t o);
+
+// Bytes of the inputs a tiling leaves whole (input_stays_whole), each aligned as the static
+// segment places it.
 uint64_t static_footprint(const OpDef& op, const Instruction& instr,
                           const std::vector<int64_t>& tile);
 

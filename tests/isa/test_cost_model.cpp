@@ -69,6 +69,43 @@ TEST_CASE("the cost of a tiling, by hand") {
   CHECK(model.tiling_cycles(0, op, ops, mm, {1, 8, 8, 4}) == 166.0);
 }
 
+TEST_CASE("a piece's load leaves out only the static inputs it reads") {
+  const OpTable& ops = OpTable::builtin();
+  const OpDef& op = ops.get("matmul_bias_act");
+  const CostModel model = leaf_model(64 << 10);
+  // act(a[1,8,8] x b[1,8,8] + bias[8]), epilogue on, act none; dims B, M, N, K.
+  const Instruction mm{op.opcode,
+                       {make_tensor(0, DType::f32, {1, 8, 8}),
+                        make_tensor(1 << 20, DType::f32, {1, 8, 8}),
+                        make_tensor(2 << 20, DType::f32, {8}),
+                        make_tensor(3 << 20, DType::f32, {1, 8, 8})},
+                       {0, 1, 0, 0, 0, 0}};
+  // K split in two. The bias stays whole (static: 32 B, placed in 64, 64 / 16 = 4); a and b
+  // have a tile per piece. The first piece does not complete the sum, so it neither reads the
+  // bias nor runs the epilogue: it loads its a and b tiles, 128 B each (10 + 256 / 16 = 26),
+  // runs the matmul 1 * 2 * 2 * 4 + 7 = 23 and writes out back (10 + 256 / 16 = 26). The second
+  // reads out back (256 / 16 = 16 more) and runs alone: 26 + 16 + 23 + 26. The bias it does not
+  // read is not subtracted from the a and b it does (that would load them in 22).
+  // 4 + 26 + 23 + 26 + (26 + 16 + 23 + 26) = 170.
+  CHECK(model.tiling_cycles(0, op, ops, mm, {1, 8, 8, 4}) == 170.0);
+}
+
+TEST_CASE("a resident output tile is loaded by the first piece of its sum only") {
+  const OpTable& ops = OpTable::builtin();
+  const OpDef& op = ops.get("matmul");
+  LevelCost c = leaf_model(64 << 10).level(0);
+  c.resident = true;
+  const CostModel model(Policy::search, {c});
+  Instruction mm = matmul(8, 8, 8);
+  mm.attrs = {1};  // accumulate onto out's old value
+  // K split in two, the output tile resident. Nothing is static. The first piece loads its a
+  // and b tiles (128 B each) and out's old value (256 B): 10 + 512 / 16 = 42; runs 1 * 2 * 2 *
+  // 4 + 7 = 23; writes out back, 10 + 256 / 16 = 26. The second finds out in local memory and
+  // loads a and b only, 10 + 256 / 16 = 26, its stage the slowest (23 to run, 26 / 2 = 13 for
+  // its share of the one write-back): 42 + 23 + 26 + 26 = 117 (with out loaded again, 133).
+  CHECK(model.tiling_cycles(0, op, ops, mm, {1, 8, 8, 4}) == 117.0);
+}
+
 TEST_CASE("search picks the tiling of least estimated time, halving its own") {
   const OpTable& ops = OpTable::builtin();
   const OpDef& op = ops.get("matmul");
