@@ -1,5 +1,6 @@
 #include "compiler/layer_fusion.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <set>
@@ -124,6 +125,52 @@ std::optional<GeluTanh> match_gelu_tanh(const LayerGraph& g, const Layer& y) {
   return std::nullopt;
 }
 
+// A softmax whose input is scores / divisor (+ mask), and the layers that compute its input.
+struct ScaledSoftmax {
+  std::string scores, mask;
+  float divisor = 1;
+  std::vector<const Layer*> fused;
+};
+
+// Whether `mask` broadcasts over the leading dims of `shape` as one [M, N] block: its shape
+// without its leading 1s is a non-empty suffix of `shape`.
+bool is_row_mask(const TensorDesc* mask, const isa::Shape& shape) {
+  if (!mask || mask->dtype != isa::DType::f32) return false;
+  isa::Shape m = mask->shape;
+  while (!m.empty() && m.front() == 1) m.erase(m.begin());
+  return !m.empty() && m.size() <= shape.size() &&
+         std::equal(m.begin(), m.end(), shape.end() - static_cast<std::ptrdiff_t>(m.size()));
+}
+
+std::optional<ScaledSoftmax> match_scaled_softmax(const LayerGraph& g, const Layer& y) {
+  const isa::Shape& shape = y.output.shape;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  if (y.kind != LayerKind::softmax || y.divided || y.inputs.size() != 1 || rank == 0 ||
+      y.output.dtype != isa::DType::f32 || (y.axis < 0 ? y.axis + rank : y.axis) != rank - 1)
+    return std::nullopt;
+  ScaledSoftmax m;
+  std::string scaled = y.inputs[0];
+  if (const Layer* add = g.eltwise(scaled, "add")) {
+    if (!g.is_private(scaled, shape)) return std::nullopt;
+    const int order = g.eltwise(add->inputs[0], "div") ? 0 : 1;
+    m.mask = add->inputs[1 - order];
+    if (!is_row_mask(g.workload().find_tensor(m.mask), shape) || m.mask == add->inputs[order])
+      return std::nullopt;
+    m.fused.push_back(add);
+    scaled = add->inputs[order];
+  }
+  const Layer* div = g.eltwise(scaled, "div");
+  if (!div || !g.is_private(scaled, shape)) return std::nullopt;
+  const std::optional<float> s = g.scalar_value(div->inputs[1]);
+  const TensorDesc* scores = g.workload().find_tensor(div->inputs[0]);
+  if (!s || !scores || scores->dtype != isa::DType::f32 || scores->shape != shape)
+    return std::nullopt;
+  m.scores = div->inputs[0];
+  m.divisor = *s;
+  m.fused.push_back(div);
+  return m;
+}
+
 }  // namespace
 
 std::optional<Workload> fuse_layer_patterns(const Workload& w) {
@@ -140,6 +187,14 @@ std::optional<Workload> fuse_layer_patterns(const Workload& w) {
       a.fn = "gelu_tanh";
       a.inputs = {m->x};
       a.output = y.output;
+      replaced[y.name] = a;
+      for (const Layer* l : m->fused) removed.insert(l->name);
+    } else if (auto m = match_scaled_softmax(g, y)) {
+      Layer a = y;
+      a.divided = true;
+      a.divisor = m->divisor;
+      a.inputs = {m->scores};
+      if (!m->mask.empty()) a.inputs.push_back(m->mask);
       replaced[y.name] = a;
       for (const Layer* l : m->fused) removed.insert(l->name);
     }

@@ -17,6 +17,11 @@ namespace fracsim::compiler {
 //   of isa::kGeluTanhC, kGeluTanhK, 1 and 0.5): one activation layer, fn gelu_tanh, named by y's
 //   layer. Each intermediate must have that one reader and be no workload output; x may have
 //   readers outside the pattern.
+// - Attention's scaled, optionally masked softmax: y = Softmax(Div(scores, s)) or
+//   Softmax(Add(Div(scores, s), mask)) along the last axis, s a scalar f32 initializer, the mask
+//   f32 of a shape that, without its leading 1s, is a suffix of the scores' shape (broadcast over
+//   the heads), each intermediate read once and no workload output: one softmax layer,
+//   `divided` by s, with the mask as its second input, named by the Softmax's layer.
 std::optional<Workload> fuse_layer_patterns(const Workload& w);
 
 }  // namespace fracsim::compiler
