@@ -7,7 +7,8 @@
 // - maxpool/avgpool: pool1d/2d/3d; the global pools: the pool with the kernel the whole plane.
 // - lrn: the lrn op, with the channel window centred as in ONNX.
 // - batchnorm: the batchnorm extension op over [N, C, prod(rest)]; softmax and layernorm: their
-//   extension ops over [prod(leading), last].
+//   extension ops over [prod(leading), last]; a softmax fusion divided (layer_fusion.h):
+//   softmax_scaled, or with a mask softmax_scaled_masked over [B, M, N] and the mask [M, N].
 // - flatten/reshape: a new shape over the same bytes (a strided input is made contiguous by one
 //   copy first); transpose: permuted shape and strides, no instruction.
 // - concat: by layout where the slices are contiguous (every dim before the axis of extent 1,
@@ -234,6 +235,17 @@ void GraphLowering::lower_lrn(const Layer& l) {
 // strided views (or a copy with that axis last, see input_rows).
 void GraphLowering::lower_softmax(const Layer& l) {
   View x = dense(l.inputs[0]);
+  if (l.divided) {
+    // Fused (layer_fusion.h): rows along the last axis, x [B, M, N] against a mask [M, N].
+    const AttrValues scale = {{"scale", fmt::format("{}", static_cast<double>(l.divisor))}};
+    const View y = output_of(l);
+    if (l.inputs.size() == 1) return emit("softmax_scaled", {as_matrix(x), as_matrix(y)}, scale);
+    const View mask = dense(l.inputs[1]);
+    const int64_t n = x.shape.back(), mn = isa::num_elements(mask.shape), m = mn / n,
+                  b = isa::num_elements(x.shape) / mn;
+    return emit("softmax_scaled_masked",
+                {reshaped(x, {b, m, n}), reshaped(mask, {m, n}), reshaped(y, {b, m, n})}, scale);
+  }
   const int64_t rank = static_cast<int64_t>(x.shape.size());
   const int64_t axis = l.axis < 0 ? l.axis + rank : l.axis;
   if (l.flat_axis || axis == rank - 1) {

@@ -1,9 +1,11 @@
 #include "compiler/lowering.h"
 
 #include "compiler/graph_lowering.h"
+#include "compiler/layer_fusion.h"
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <utility>
 
 #include <fmt/format.h>
@@ -325,6 +327,9 @@ isa::Program GraphLowering::materialize(const MemoryPlan& plan) const {
 }
 
 Compilation compile_with_plan(const Workload& w, const isa::OpTable& ops) {
+  if (w.fuse)
+    if (std::optional<Workload> fused = fuse_layer_patterns(w))
+      return GraphLowering(*fused, ops).run();
   return GraphLowering(w, ops).run();
 }
 

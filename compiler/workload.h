@@ -104,6 +104,11 @@ struct Layer {
   // (ONNX before opset 13); layernorm normalises over the dims from axis on.
   int64_t axis = 1;
   bool flat_axis = false;
+  // softmax along the last axis made by fusion (layer_fusion.h): its input is first divided by
+  // `divisor` and, when the layer has a second input (a mask), added that input broadcast over
+  // the leading dims.
+  bool divided = false;
+  float divisor = 1;
   int64_t size = 0;                                  // lrn: channels summed over
   double alpha = 1e-4, beta = 0.75, lrn_bias = 1.0;  // lrn; alpha also leaky_relu's and gemm's
   std::string fn;                                    // eltwise, reduce

@@ -32,6 +32,11 @@ void fill_data_segment(const DataSegment& seg, MemoryView mem);
 // Runs a whole program on a fresh image of its footprint, with the reference semantics.
 std::vector<uint8_t> run_reference(const Program& p, const OpTable& ops);
 
+// The constants of the activation fn gelu_tanh, 0.5 x (1 + tanh(k (x + c x^3))), as f32: the
+// compiler recognises the graphs that compute it from exactly these values.
+constexpr float kGeluTanhC = 0.044715f;
+constexpr float kGeluTanhK = 0.7978845608028654f;  // sqrt(2 / pi)
+
 // Element i of a tensor stored in `mem`, widened to double (for comparisons and printing).
 double load_element(const TensorRef& t, int64_t element_offset, MemoryView mem);
 

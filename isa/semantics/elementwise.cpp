@@ -9,8 +9,10 @@
 // f64 also add and mul (C's double ops). f64 activations (exp, log) are computed and kept in
 // double.
 // Activations on integers read the input as fixed point with `frac_bits` fraction bits: out =
-// saturate(round_half_even(f(x / 2^frac_bits) * 2^frac_bits)). Float activations other than relu
-// and leaky_relu are computed in double precision and rounded once to f32.
+// saturate(round_half_even(f(x / 2^frac_bits) * 2^frac_bits)). Float activations other than relu,
+// leaky_relu and gelu_tanh are computed in double precision and rounded once to f32. f32
+// gelu_tanh rounds each step to f32 as the element-wise ops of the graph it replaces do (eltwise
+// mul and add, activation tanh), so that a fused program equals the unfused one bit for bit.
 #include "isa/semantics/semantics.h"
 
 namespace fracsim::isa::semantics {
@@ -137,12 +139,23 @@ struct Eltwise {
   }
 };
 
+// gelu_tanh on f32: x3 = (x x) x, inner = x + x3 c, t = tanh(inner k) (in double, rounded once),
+// out = (x 0.5) (t + 1), every product and sum rounded to f32.
+float gelu_tanh(float x) {
+  const float x3 = (x * x) * x;
+  const float inner = x + x3 * kGeluTanhC;
+  const float t = to_float(std::tanh(static_cast<double>(inner * kGeluTanhK)));
+  return (x * 0.5f) * (t + 1.0f);
+}
+
 double activate(const std::string& fn, double x, double alpha) {
   if (fn == "relu") return x > 0 ? x : 0.0;  // (integer path only; f32 relu is exact below)
   if (fn == "leaky_relu") return x > 0 ? x : alpha * x;
   if (fn == "sigmoid") return 1.0 / (1.0 + std::exp(-x));
   if (fn == "tanh") return std::tanh(x);
   if (fn == "gelu") return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+  if (fn == "gelu_tanh")
+    return 0.5 * x * (1.0 + std::tanh(kGeluTanhK * (x + kGeluTanhC * x * x * x)));
   if (fn == "exp") return std::exp(x);
   if (fn == "log") return std::log(x);
   if (fn == "sqrt") return std::sqrt(x);
@@ -191,6 +204,8 @@ struct Activation {
           r = v > T(0) ? v : T(0);
         else if (fn == "leaky_relu")
           r = v > T(0) ? v : static_cast<T>(alpha) * v;
+        else if (std::is_same_v<T, float> && fn == "gelu_tanh")
+          r = static_cast<T>(gelu_tanh(static_cast<float>(v)));
         else if constexpr (std::is_same_v<T, double>)
           r = activate(fn, v, alpha);  // f64: in double, no rounding to f32
         else

@@ -1,10 +1,14 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "compiler/lowering.h"
+#include "compiler/onnx_import.h"
 #include "compiler/workload.h"
 #include "isa/reference.h"
+#include "tests/common/compile_helpers.h"
+#include "tests/compiler/onnx_model_builder.h"
 
 using namespace fracsim;
 
@@ -51,6 +55,131 @@ std::vector<float> output(const isa::Program& p) {
   return {};
 }
 
+const std::string kRoot = FRACSIM_SOURCE_DIR;
+
+std::string op_name(const isa::Instruction& in) { return ops().get(in.opcode).name; }
+
+std::vector<std::string> op_names(const isa::Program& p) {
+  std::vector<std::string> v;
+  for (const isa::Instruction& in : p.instructions) v.push_back(op_name(in));
+  return v;
+}
+
+// The value of enum attribute `attr` of an instruction.
+std::string enum_attr(const isa::Instruction& in, const std::string& attr) {
+  const isa::OpDef& op = ops().get(in.opcode);
+  return op.enum_value(attr, in.attrs);
+}
+
+isa::Program bert_small(const compiler::CompileOptions& o = {}) {
+  return compiler::compile(compiler::load_onnx(kRoot + "/workloads/bert-small.onnx", o), ops());
+}
+
+// The bytes of every output, in symbol order, element by element (row-major).
+std::vector<uint8_t> output_bytes(const isa::Program& p) {
+  std::vector<uint8_t> mem = isa::run_reference(p, ops());
+  std::vector<uint8_t> out;
+  for (const isa::Symbol& s : p.symbols) {
+    if (s.role != isa::SymbolRole::output) continue;
+    const size_t size = isa::dtype_size(s.tensor.dtype) * static_cast<size_t>(s.tensor.elements());
+    std::vector<uint8_t> dense(size);
+    isa::TensorRef d = s.tensor;
+    d.address = 0;
+    d.strides = isa::contiguous_strides(d.shape);
+    isa::copy_tensor(s.tensor, isa::MemoryView{mem.data(), mem.size()}, d,
+                     isa::MemoryView{dense.data(), dense.size()});
+    out.insert(out.end(), dense.begin(), dense.end());
+  }
+  return out;
+}
+
+// A GELU in the tanh form as scripts/make_workloads writes it, on x = x0 * 4 (x0 random in
+// [-1, 1), so that tanh saturates on some elements): y = (x * 0.5) * (tanh((x + x^3 c) k) + 1).
+struct GeluGraph {
+  float c = isa::kGeluTanhC;
+  bool swapped = false;       // every Mul and Add with its operands the other way round
+  std::string second_reader;  // an intermediate that an Add with y also reads (z = y + it)
+  std::string extra_output;   // an intermediate that is also a graph output
+};
+
+compiler::Workload gelu_workload(const GeluGraph& g, const compiler::CompileOptions& o = {}) {
+  using testing::OnnxModelBuilder;
+  constexpr int32_t kF = onnx::TensorProto::FLOAT;
+  OnnxModelBuilder b;
+  b.input("x0", kF, {4, 8});
+  b.floats("four", {}, {4.0f}).floats("gelu_c", {}, {g.c}).floats("k", {}, {isa::kGeluTanhK});
+  b.floats("one", {}, {1.0f}).floats("half", {}, {0.5f});
+  auto bin = [&](const char* op, const std::string& a, const std::string& c,
+                 const std::string& out) {
+    b.node(op, g.swapped ? std::vector<std::string>{c, a} : std::vector<std::string>{a, c}, {out},
+           out);
+  };
+  bin("Mul", "x0", "four", "x");
+  bin("Mul", "x", "x", "x2");
+  bin("Mul", "x2", "x", "x3");
+  bin("Mul", "x3", "gelu_c", "cx3");
+  bin("Add", "x", "cx3", "inner");
+  bin("Mul", "inner", "k", "arg");
+  b.node("Tanh", {"arg"}, {"t"}, "t");
+  bin("Add", "t", "one", "one_plus");
+  bin("Mul", "x", "half", "half_x");
+  bin("Mul", "half_x", "one_plus", "y");
+  if (!g.second_reader.empty()) {
+    bin("Add", "y", g.second_reader, "z");
+    b.output("z", kF, {4, 8});
+  } else {
+    b.output("y", kF, {4, 8});
+  }
+  if (!g.extra_output.empty()) b.output(g.extra_output, kF, {4, 8});
+  return compiler::import_onnx(b.model(), "gelu.onnx", {}, o);
+}
+
+// Attention's scores [1, 2, 8, 8] divided by sqrt(8), plus a causal mask [8, 8] (0 on and below
+// the diagonal, -1e9 above), then Softmax along the last axis, as scripts/make_workloads writes
+// GPT-2's attention.
+struct AttentionGraph {
+  bool masked = true;
+  bool mask_first = false;            // Add(mask, scaled)
+  std::vector<int64_t> divisor_dims;  // the divisor's shape: {} a scalar
+  std::vector<int64_t> mask_dims = {8, 8};
+  std::string second_reader;  // an intermediate an Add with the softmax also reads
+  int64_t axis = -1;
+};
+
+compiler::Workload attention_workload(const AttentionGraph& g,
+                                      const compiler::CompileOptions& o = {}) {
+  using testing::OnnxModelBuilder;
+  constexpr int32_t kF = onnx::TensorProto::FLOAT;
+  OnnxModelBuilder b;
+  b.input("scores", kF, {1, 2, 8, 8});
+  std::vector<float> s(static_cast<size_t>(g.divisor_dims.empty() ? 1 : g.divisor_dims[0]),
+                       std::sqrt(8.0f));
+  b.floats("sqrt_8", g.divisor_dims, s);
+  // Element (i, j) of each [8, 8] block: 0 for j <= i, -1e9 above the diagonal.
+  int64_t count = 1;
+  for (int64_t d : g.mask_dims) count *= d;
+  std::vector<float> mask;
+  for (int64_t e = 0; e < count; ++e) mask.push_back(e % 8 > e / 8 % 8 ? -1e9f : 0.0f);
+  b.floats("causal_mask", g.mask_dims, mask);
+  b.node("Div", {"scores", "sqrt_8"}, {"scaled"}, "scaled");
+  std::string in = "scaled";
+  if (g.masked) {
+    b.node("Add",
+           g.mask_first ? std::vector<std::string>{"causal_mask", "scaled"}
+                        : std::vector<std::string>{"scaled", "causal_mask"},
+           {"masked"}, "masked");
+    in = "masked";
+  }
+  testing::set_attr(b.node("Softmax", {in}, {"probs"}, "probs"), "axis", g.axis);
+  if (!g.second_reader.empty()) {
+    b.node("Add", {"probs", g.second_reader}, {"z"}, "z");
+    b.output("z", kF, {1, 2, 8, 8});
+  } else {
+    b.output("probs", kF, {1, 2, 8, 8});
+  }
+  return compiler::import_onnx(b.model(), "attention.onnx", {}, o);
+}
+
 }  // namespace
 
 TEST_CASE("fusion: one epilogue op per chain, named by the conv or dense layer") {
@@ -79,4 +208,155 @@ TEST_CASE("fusion keeps the results bit for bit, folding within the rounding of 
   REQUIRE(folded.size() == plain.size());
   for (size_t i = 0; i < plain.size(); ++i)
     CHECK(std::fabs(folded[i] - plain[i]) <= 1e-4 * (1 + std::fabs(plain[i])));
+}
+
+TEST_CASE("fusion: bert-small's GELU is fc1's epilogue, its scaled softmax one op") {
+  const isa::Program p = bert_small();
+  // q, k, v; the scores, the scaled softmax, the context and its copy out of the heads' layout;
+  // the output projection with the residual, layernorm; fc1 with the GELU; fc2 with the
+  // residual; layernorm.
+  CHECK(op_names(p) == std::vector<std::string>{
+                           "matmul_bias_act", "matmul_bias_act", "matmul_bias_act", "matmul",
+                           "softmax_scaled", "matmul", "eltwise", "matmul_bias_add_act",
+                           "layernorm", "matmul_bias_act", "matmul_bias_add_act", "layernorm"});
+  REQUIRE(p.instruction_names.size() == 12);
+  CHECK(p.instruction_names[4] == "attn.probs");
+  const isa::Instruction& softmax = p.instructions[4];
+  // The scores [1, 2 heads, 16, 16] as 32 rows of 16, divided by sqrt(32) in f32.
+  CHECK(softmax.operands[0].shape == isa::Shape{32, 16});
+  const isa::OpDef& softmax_op = ops().get(softmax.opcode);
+  CHECK(isa::attr_to_real(softmax.attrs.at(static_cast<size_t>(softmax_op.attr_index("scale")))) ==
+        static_cast<double>(std::sqrt(32.0f)));
+  CHECK(p.instruction_names[9] == "ffn.fc1.matmul");
+  CHECK(enum_attr(p.instructions[9], "act") == "gelu_tanh");
+  for (const std::string& name : p.instruction_names) {
+    CHECK(name.rfind("ffn.gelu", 0) != 0);
+    CHECK(name != "attn.scaled");
+  }
+  // Unfused: the GELU's nine element-wise layers, one instruction each, and the scaling.
+  const isa::Program u = bert_small(testing::unfused());
+  CHECK(u.instructions.size() == 30);
+  int gelu = 0, scaled = 0;
+  for (const std::string& name : u.instruction_names) {
+    gelu += name.rfind("ffn.gelu", 0) == 0;
+    scaled += name == "attn.scaled";
+  }
+  CHECK(gelu == 9);
+  CHECK(scaled == 1);
+}
+
+TEST_CASE("fusion keeps bert-small's outputs bit for bit") {
+  const std::vector<uint8_t> fused = output_bytes(bert_small()),
+                             plain = output_bytes(bert_small(testing::unfused()));
+  CHECK(fused.size() == 16 * 64 * 4);
+  CHECK(fused == plain);
+}
+
+TEST_CASE("fusion: a GELU's chain becomes gelu_tanh only when it matches exactly") {
+  auto program = [](const GeluGraph& g, const compiler::CompileOptions& o = {}) {
+    return compiler::compile(gelu_workload(g, o), ops());
+  };
+  const isa::Program plain = program({}, testing::unfused());
+  REQUIRE(plain.instructions.size() == 10);
+  for (bool swapped : {false, true}) {
+    CAPTURE(swapped);
+    GeluGraph g;
+    g.swapped = swapped;
+    const isa::Program p = program(g);
+    REQUIRE(op_names(p) == std::vector<std::string>{"eltwise", "activation"});
+    CHECK(enum_attr(p.instructions[1], "fn") == "gelu_tanh");
+    CHECK(p.instruction_names == std::vector<std::string>{"x", "y"});
+    const std::vector<uint8_t> out = output_bytes(p);
+    CHECK(out == output_bytes(program(g, testing::unfused())));
+    CHECK(out == output_bytes(plain));  // Mul and Add commute bit for bit
+  }
+  // c one ulp above 0.044715f: the chain stays as it is.
+  GeluGraph off;
+  off.c = std::nextafter(isa::kGeluTanhC, 1.0f);
+  CHECK(program(off).instructions.size() == 10);
+  off.c = std::nextafter(isa::kGeluTanhC, 0.0f);
+  CHECK(program(off).instructions.size() == 10);
+  // An intermediate with a second reader, or that is a graph output: unfused (10 and the add).
+  for (const char* t : {"x2", "x3", "cx3", "inner", "arg", "t", "one_plus", "half_x"}) {
+    CAPTURE(std::string(t));
+    GeluGraph g;
+    g.second_reader = t;
+    CHECK(program(g).instructions.size() == 11);
+    GeluGraph h;
+    h.extra_output = t;
+    CHECK(program(h).instructions.size() == 10);
+  }
+  // x read outside the pattern too: it still fuses (x stays in memory for its other reader).
+  GeluGraph x;
+  x.second_reader = "x";
+  CHECK(op_names(program(x)) == std::vector<std::string>{"eltwise", "activation", "eltwise"});
+}
+
+TEST_CASE("fusion: a scaled, masked softmax is one op, bit for bit the unfused chain") {
+  auto program = [](const AttentionGraph& g, const compiler::CompileOptions& o = {}) {
+    return compiler::compile(attention_workload(g, o), ops());
+  };
+  auto scale = [](const isa::Instruction& in) {
+    const isa::OpDef& op = ops().get(in.opcode);
+    return isa::attr_to_real(in.attrs.at(static_cast<size_t>(op.attr_index("scale"))));
+  };
+  for (bool mask_first : {false, true})
+    for (const std::vector<int64_t>& mask_dims :
+         {std::vector<int64_t>{8, 8}, std::vector<int64_t>{1, 1, 8, 8}}) {
+      CAPTURE(mask_first);
+      CAPTURE(mask_dims.size());
+      AttentionGraph g;
+      g.mask_first = mask_first;
+      g.mask_dims = mask_dims;
+      const isa::Program p = program(g), plain = program(g, testing::unfused());
+      REQUIRE(op_names(p) == std::vector<std::string>{"softmax_scaled_masked"});
+      CHECK(op_names(plain) == std::vector<std::string>{"eltwise", "eltwise", "softmax"});
+      CHECK(p.instruction_names == std::vector<std::string>{"probs"});
+      CHECK(scale(p.instructions[0]) == static_cast<double>(std::sqrt(8.0f)));
+      // x [B = 2 heads, M = 8, N = 8] against the mask [8, 8].
+      CHECK(p.instructions[0].operands[0].shape == isa::Shape{2, 8, 8});
+      CHECK(p.instructions[0].operands[1].shape == isa::Shape{8, 8});
+      CHECK(output_bytes(p) == output_bytes(plain));
+    }
+  AttentionGraph unmasked;
+  unmasked.masked = false;
+  const isa::Program p = program(unmasked);
+  REQUIRE(op_names(p) == std::vector<std::string>{"softmax_scaled"});
+  CHECK(p.instructions[0].operands[0].shape == isa::Shape{16, 8});
+  CHECK(output_bytes(p) == output_bytes(program(unmasked, testing::unfused())));
+}
+
+TEST_CASE("fusion: a softmax stays unfused when its chain is not a scaling by a scalar") {
+  // Unfused: the same instructions as the program compiled without fusion.
+  auto unfused_as_plain = [](const AttentionGraph& g) {
+    const std::vector<std::string> fused =
+        op_names(compiler::compile(attention_workload(g), ops()));
+    CHECK(fused == op_names(compiler::compile(attention_workload(g, testing::unfused()), ops())));
+    return fused;
+  };
+  AttentionGraph divisor;  // a divisor [1] is one element: a scalar
+  divisor.divisor_dims = {1};
+  CHECK(op_names(compiler::compile(attention_workload(divisor), ops())) ==
+        std::vector<std::string>{"softmax_scaled_masked"});
+  divisor.divisor_dims = {8};  // a row of divisors
+  CHECK(unfused_as_plain(divisor) == std::vector<std::string>{"eltwise", "eltwise", "softmax"});
+  AttentionGraph per_head;  // a mask [2, 1, 8] varies along the heads: no one [M, N] block
+  per_head.mask_dims = {2, 1, 8};
+  CHECK(unfused_as_plain(per_head) == std::vector<std::string>{"eltwise", "eltwise", "softmax"});
+  AttentionGraph axis;  // softmax along another axis
+  axis.axis = 2;
+  // The div, the add, a copy of the scores with axis 2 last, the softmax.
+  CHECK(unfused_as_plain(axis) ==
+        std::vector<std::string>{"eltwise", "eltwise", "eltwise", "softmax"});
+  for (const char* t : {"scaled", "masked"}) {
+    CAPTURE(std::string(t));
+    AttentionGraph g;
+    g.second_reader = t;
+    CHECK(unfused_as_plain(g) ==
+          std::vector<std::string>{"eltwise", "eltwise", "softmax", "eltwise"});
+  }
+  AttentionGraph unmasked;  // the scaled scores read twice, without a mask
+  unmasked.masked = false;
+  unmasked.second_reader = "scaled";
+  CHECK(unfused_as_plain(unmasked) == std::vector<std::string>{"eltwise", "softmax", "eltwise"});
 }

@@ -68,7 +68,7 @@ TEST_CASE("the attribute layout the hand cases below rely on") {
                                                            "acos",       "atan",
                                                            "sinh",       "cosh",
                                                            "asinh",      "acosh",
-                                                           "atanh"});
+                                                           "atanh",      "gelu_tanh"});
   CHECK(a.attributes[1].name == "alpha");
   CHECK(a.attributes[1].type == AttrType::real);
   CHECK(attr_to_real(a.attributes[1].default_value) == 0.01);
@@ -292,6 +292,58 @@ TEST_CASE("activation sigmoid, tanh, gelu, exp in f32: the double result rounded
     const std::vector<float> got = get<float>(mem, 128, 8);
     CHECK(got == c.expect);
     for (size_t k = 0; k < got.size(); ++k) CHECK(bits_of(got[k]) == bits_of(c.expect[k]));
+  }
+}
+
+TEST_CASE("activation gelu_tanh in f32 equals its element-wise chain bit for bit") {
+  // The chain an exporter writes (scripts/make_workloads' gelu), run as the eltwise and
+  // activation instructions it lowers to: x2 = x*x, x3 = x2*x, cx3 = x3*c, inner = x + cx3,
+  // arg = inner*k, t = tanh(arg), one_plus = t + 1, half_x = x*0.5, out = half_x*one_plus.
+  // -10 gives -0 (t = -1), -inf gives NaN (-inf * 0), 1e-20 underflows x3 to 0.
+  const std::vector<float> xs = {-10, -3.5f,  -1,     -0.25f, 0,    0.5f,  1,        2.75f,
+                                 10,  1e-20f, -1e-3f, 3.0e5f, 0.7f, -0.7f, INFINITY, -INFINITY};
+  const size_t n = xs.size();
+  const int64_t extent = static_cast<int64_t>(n);
+  const uint64_t kX = 0, kC = 64, kK = 68, kOne = 72, kHalf = 76, kOut = 128;
+  // Scratch tensors of the chain at 256 + 64 i; out of the fused op at kOut.
+  std::vector<uint8_t> mem(1024, 0);
+  put<float>(mem, kX, xs);
+  put<float>(mem, kC, {0.044715f, 0x1.988454p-1f, 1.0f, 0.5f});  // c, k = sqrt(2/pi) in f32, 1, 0.5
+  CHECK(bits_of(fracsim::isa::kGeluTanhK) == bits_of(0x1.988454p-1f));
+  auto t = [&](uint64_t at) { return rank6(at, DType::f32, {extent}); };
+  auto s = [&](uint64_t at) {  // a scalar broadcast over the n elements
+    TensorRef r = rank6(at, DType::f32, {extent});
+    r.strides.back() = 0;
+    return r;
+  };
+  auto tmp = [](int i) { return static_cast<uint64_t>(256 + 64 * i); };
+  run("eltwise", {t(kX), t(kX), t(tmp(0))}, {kMul}, mem);          // x2
+  run("eltwise", {t(tmp(0)), t(kX), t(tmp(1))}, {kMul}, mem);      // x3
+  run("eltwise", {t(tmp(1)), s(kC), t(tmp(2))}, {kMul}, mem);      // cx3
+  run("eltwise", {t(kX), t(tmp(2)), t(tmp(3))}, {kAdd}, mem);      // inner
+  run("eltwise", {t(tmp(3)), s(kK), t(tmp(4))}, {kMul}, mem);      // arg
+  run("activation", {t(tmp(4)), t(tmp(5))}, act(kTanh), mem);      // t
+  run("eltwise", {t(tmp(5)), s(kOne), t(tmp(6))}, {kAdd}, mem);    // one_plus
+  run("eltwise", {t(kX), s(kHalf), t(tmp(7))}, {kMul}, mem);       // half_x
+  run("eltwise", {t(tmp(7)), t(tmp(6)), t(tmp(8))}, {kMul}, mem);  // out
+  const int64_t gelu_tanh = 33;  // its index among the fns, pinned by the first test
+  run("activation", {t(kX), t(kOut)}, {gelu_tanh, real_to_attr(0.01), 0}, mem);
+  const std::vector<float> chain = get<float>(mem, tmp(8), n), fused = get<float>(mem, kOut, n);
+  for (size_t i = 0; i < n; ++i) {
+    INFO("x = ", xs[i]);
+    CHECK(bits_of(fused[i]) == bits_of(chain[i]));
+  }
+  CHECK(bits_of(fused[0]) == bits_of(-0.0f));
+  CHECK(std::isnan(fused[n - 1]));
+  CHECK(bits_of(fused[8]) == bits_of(10.0f));
+  // The same steps in plain f32 arithmetic, written out here.
+  for (size_t i = 0; i < n; ++i) {
+    const float x = xs[i];
+    const float inner = x + ((x * x) * x) * 0.044715f;
+    const float th = static_cast<float>(std::tanh(static_cast<double>(inner * 0x1.988454p-1f)));
+    const float want = (x * 0.5f) * (th + 1.0f);
+    INFO("x = ", x);
+    CHECK(bits_of(fused[i]) == bits_of(want));
   }
 }
 

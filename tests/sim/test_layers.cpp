@@ -260,6 +260,8 @@ const std::map<std::string, std::map<std::string, int64_t>> kExtents = {
     {"batchnorm", {{"N", 1}, {"C", 16}, {"S", 64}}},
     {"layernorm", {{"M", 16}, {"N", 64}}},
     {"softmax", {{"M", 16}, {"N", 64}}},
+    {"softmax_scaled", {{"M", 16}, {"N", 64}}},
+    {"softmax_scaled_masked", {{"B", 2}, {"M", 16}, {"N", 64}}},
     {"bayes_step", {{"M", 16}, {"C", 4}, {"A", 16}}},
 };
 
@@ -385,6 +387,11 @@ TEST_CASE("extension ops count each step on the unit of its primitive") {
   const NodeStats bn = leaf_of("batchnorm");
   CHECK(bn[Counter::vector_ops] == 4ULL * 16 + 3ULL * 1024);
   CHECK(bn[Counter::matrix_ops] == 0);
+  // softmax_scaled [16,64]: the fill of the scale per row (16), then div, max, sub, exp, sum
+  // and div over the 1024 elements; masked [2,16,64]: the same and the mask's add, over 2048.
+  CHECK(leaf_of("softmax_scaled")[Counter::vector_ops] == 16ULL + 6ULL * 1024);
+  CHECK(leaf_of("softmax_scaled_masked")[Counter::vector_ops] == 16ULL + 7ULL * 2048);
+  CHECK(leaf_of("softmax")[Counter::vector_ops] == 5ULL * 1024);
 }
 
 TEST_CASE("an i8 matmul on a MAC array larger than the f32 one is priced at the i8 peak") {

@@ -1,0 +1,213 @@
+#include "compiler/layer_fusion.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "isa/reference.h"
+
+namespace fracsim::compiler {
+namespace {
+
+// Who produces and who reads each tensor of a workload.
+class LayerGraph {
+ public:
+  explicit LayerGraph(const Workload& w) : w_(w) {
+    for (const Layer& l : w.layers) {
+      producer_[l.name] = &l;
+      for (const std::string& in : l.inputs) ++reads_[in];
+    }
+  }
+
+  // The layer producing `name` when it is an element-wise `fn` of two inputs; nullptr otherwise.
+  const Layer* eltwise(const std::string& name, const char* fn) const {
+    const Layer* l = producer(name);
+    return l && l->kind == LayerKind::eltwise && l->fn == fn && l->inputs.size() == 2 ? l : nullptr;
+  }
+
+  const Workload& workload() const { return w_; }
+
+  const Layer* producer(const std::string& name) const {
+    auto it = producer_.find(name);
+    return it == producer_.end() ? nullptr : it->second;
+  }
+
+  // Whether `name` is an f32 initializer of one element whose value is `v`, bit for bit.
+  bool is_scalar_constant(const std::string& name, float v) const {
+    const std::optional<float> c = scalar_value(name);
+    return c && std::memcmp(&*c, &v, sizeof(float)) == 0;
+  }
+
+  // The value of an f32 initializer of one element, when `name` is one.
+  std::optional<float> scalar_value(const std::string& name) const {
+    const TensorDesc* t = w_.find_tensor(name);
+    auto c = w_.contents.find(name);
+    if (!t || !w_.weights.count(name) || c == w_.contents.end() || t->dtype != isa::DType::f32 ||
+        isa::num_elements(t->shape) != 1 || c->second.size() != sizeof(float))
+      return std::nullopt;
+    float v;
+    std::memcpy(&v, c->second.data(), sizeof(float));
+    return v;
+  }
+
+  // The operand of the two-input layer `l` other than the scalar constant `v`; "" when neither
+  // operand is that constant.
+  std::string operand_besides(const Layer& l, float v) const {
+    if (is_scalar_constant(l.inputs[1], v)) return l.inputs[0];
+    if (is_scalar_constant(l.inputs[0], v)) return l.inputs[1];
+    return "";
+  }
+
+  // Whether the intermediate `name` can disappear into a fused layer: read exactly once, no
+  // workload output, the only output of its layer, f32 of the shape `shape`.
+  bool is_private(const std::string& name, const isa::Shape& shape) const {
+    const Layer* l = producer(name);
+    auto r = reads_.find(name);
+    return l && l->more_outputs.empty() && !w_.is_output(name) && r != reads_.end() &&
+           r->second == 1 && l->output.dtype == isa::DType::f32 && l->output.shape == shape;
+  }
+
+ private:
+  const Workload& w_;
+  std::map<std::string, const Layer*> producer_;
+  std::map<std::string, int> reads_;  // read occurrences: Mul(x, x) reads x twice
+};
+
+bool is_tanh(const Layer* l) {
+  return l && l->inputs.size() == 1 &&
+         (l->kind == LayerKind::tanh || (l->kind == LayerKind::activation && l->fn == "tanh"));
+}
+
+// The layers of a GELU (tanh form) ending at `y` (see layer_fusion.h), and its input x.
+struct GeluTanh {
+  std::string x;
+  std::vector<const Layer*> fused;  // the intermediates' layers
+};
+
+// The GELU whose last layer is `y`, when the pattern matches exactly.
+std::optional<GeluTanh> match_gelu_tanh(const LayerGraph& g, const Layer& y) {
+  if (y.kind != LayerKind::eltwise || y.fn != "mul" || y.inputs.size() != 2 ||
+      y.output.dtype != isa::DType::f32)
+    return std::nullopt;
+  const isa::Shape& shape = y.output.shape;
+  for (int order = 0; order < 2; ++order) {
+    const std::string &half_x = y.inputs[order], &one_plus = y.inputs[1 - order];
+    const Layer* half_l = g.eltwise(half_x, "mul");
+    const Layer* one_plus_l = g.eltwise(one_plus, "add");
+    if (!half_l || !one_plus_l) continue;
+    const std::string x = g.operand_besides(*half_l, 0.5f);
+    const Layer* t_l = g.producer(g.operand_besides(*one_plus_l, 1.0f));
+    if (x.empty() || !is_tanh(t_l)) continue;
+    const Layer* arg_l = g.eltwise(t_l->inputs[0], "mul");
+    if (!arg_l) continue;
+    const Layer* inner_l = g.eltwise(g.operand_besides(*arg_l, isa::kGeluTanhK), "add");
+    if (!inner_l) continue;
+    // inner = x + cx3, cx3 = x3 * c, x3 = x2 * x, x2 = x * x.
+    const std::string& cx3 = inner_l->inputs[0] == x ? inner_l->inputs[1] : inner_l->inputs[0];
+    if (cx3 == x || (inner_l->inputs[0] != x && inner_l->inputs[1] != x)) continue;
+    const Layer* cx3_l = g.eltwise(cx3, "mul");
+    if (!cx3_l) continue;
+    const Layer* x3_l = g.eltwise(g.operand_besides(*cx3_l, isa::kGeluTanhC), "mul");
+    if (!x3_l) continue;
+    const std::string& x2 = x3_l->inputs[0] == x ? x3_l->inputs[1] : x3_l->inputs[0];
+    if (x2 == x || (x3_l->inputs[0] != x && x3_l->inputs[1] != x)) continue;
+    const Layer* x2_l = g.eltwise(x2, "mul");
+    if (!x2_l || x2_l->inputs[0] != x || x2_l->inputs[1] != x) continue;
+    GeluTanh m{x, {x2_l, x3_l, cx3_l, inner_l, arg_l, t_l, one_plus_l, half_l}};
+    bool all_private = true;
+    for (const Layer* l : m.fused) all_private = all_private && g.is_private(l->name, shape);
+    const TensorDesc* xt = g.workload().find_tensor(x);
+    if (all_private && xt && xt->dtype == isa::DType::f32 && xt->shape == shape) return m;
+  }
+  return std::nullopt;
+}
+
+// A softmax whose input is scores / divisor (+ mask), and the layers that compute its input.
+struct ScaledSoftmax {
+  std::string scores, mask;
+  float divisor = 1;
+  std::vector<const Layer*> fused;
+};
+
+// Whether `mask` broadcasts over the leading dims of `shape` as one [M, N] block: its shape
+// without its leading 1s is a non-empty suffix of `shape`.
+bool is_row_mask(const TensorDesc* mask, const isa::Shape& shape) {
+  if (!mask || mask->dtype != isa::DType::f32) return false;
+  isa::Shape m = mask->shape;
+  while (!m.empty() && m.front() == 1) m.erase(m.begin());
+  return !m.empty() && m.size() <= shape.size() &&
+         std::equal(m.begin(), m.end(), shape.end() - static_cast<std::ptrdiff_t>(m.size()));
+}
+
+std::optional<ScaledSoftmax> match_scaled_softmax(const LayerGraph& g, const Layer& y) {
+  const isa::Shape& shape = y.output.shape;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  if (y.kind != LayerKind::softmax || y.divided || y.inputs.size() != 1 || rank == 0 ||
+      y.output.dtype != isa::DType::f32 || (y.axis < 0 ? y.axis + rank : y.axis) != rank - 1)
+    return std::nullopt;
+  ScaledSoftmax m;
+  std::string scaled = y.inputs[0];
+  if (const Layer* add = g.eltwise(scaled, "add")) {
+    if (!g.is_private(scaled, shape)) return std::nullopt;
+    const int order = g.eltwise(add->inputs[0], "div") ? 0 : 1;
+    m.mask = add->inputs[1 - order];
+    if (!is_row_mask(g.workload().find_tensor(m.mask), shape) || m.mask == add->inputs[order])
+      return std::nullopt;
+    m.fused.push_back(add);
+    scaled = add->inputs[order];
+  }
+  const Layer* div = g.eltwise(scaled, "div");
+  if (!div || !g.is_private(scaled, shape)) return std::nullopt;
+  const std::optional<float> s = g.scalar_value(div->inputs[1]);
+  const TensorDesc* scores = g.workload().find_tensor(div->inputs[0]);
+  if (!s || !scores || scores->dtype != isa::DType::f32 || scores->shape != shape)
+    return std::nullopt;
+  m.scores = div->inputs[0];
+  m.divisor = *s;
+  m.fused.push_back(div);
+  return m;
+}
+
+}  // namespace
+
+std::optional<Workload> fuse_layer_patterns(const Workload& w) {
+  const LayerGraph g(w);
+  std::map<std::string, Layer> replaced;  // by the name of the pattern's last layer
+  std::set<std::string> removed;
+  for (const Layer& y : w.layers) {
+    if (removed.count(y.name)) continue;
+    if (auto m = match_gelu_tanh(g, y)) {
+      Layer a;
+      a.name = y.name;
+      a.node = y.node;
+      a.kind = LayerKind::activation;
+      a.fn = "gelu_tanh";
+      a.inputs = {m->x};
+      a.output = y.output;
+      replaced[y.name] = a;
+      for (const Layer* l : m->fused) removed.insert(l->name);
+    } else if (auto m = match_scaled_softmax(g, y)) {
+      Layer a = y;
+      a.divided = true;
+      a.divisor = m->divisor;
+      a.inputs = {m->scores};
+      if (!m->mask.empty()) a.inputs.push_back(m->mask);
+      replaced[y.name] = a;
+      for (const Layer* l : m->fused) removed.insert(l->name);
+    }
+  }
+  if (replaced.empty()) return std::nullopt;
+  Workload out = w;
+  out.layers.clear();
+  for (const Layer& l : w.layers) {
+    if (removed.count(l.name)) continue;
+    auto r = replaced.find(l.name);
+    out.layers.push_back(r == replaced.end() ? l : r->second);
+  }
+  return out;
+}
+
+}  // namespace fracsim::compiler
