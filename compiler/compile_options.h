@@ -10,8 +10,10 @@ struct CompileOptions {
   // The workload at this batch: the leading dim of every input that carries the batch is set
   // to it and shape inference carries it through (batch.h); nullopt: the workload as written.
   std::optional<int64_t> batch;
-  // Epilogue fusion (compiler/lower_fused.cpp): a conv2d or matmul and the bias add, residual
-  // add and activation that alone read its output become one epilogue op.
+  // The compiler's rewrites beyond the plain lowering: epilogue fusion (compiler/lower_fused.cpp:
+  // a conv2d or matmul and the bias add, residual add and activation that alone read its output
+  // become one epilogue op), the GELU and scaled-softmax chains (layer_fusion.h), and a strided
+  // 1x1 conv reading its input through a strided view (lower_cnn.cpp).
   bool fuse = true;
   // A batchnorm after a conv2d whose weights are known at compile time is folded into the
   // conv's weight and bias (YAML and ONNX alike; see lower_fused.cpp).

@@ -95,6 +95,21 @@ void GraphLowering::emit_conv(const Layer& l, const View& x, const View& wsrc, i
   };
   View in = grouped(x, g, ci, in_sp);
   View out = grouped(y, g, co, out_sp);
+  // With the compiler's rewrites on (fuse), a 1x1 conv of stride s > 1 without padding reads
+  // its input through a view of every s-th pixel, as a conv of stride 1: the same products in
+  // the same order, and its pieces load only the pixels it uses.
+  Layer unit = l;
+  bool strided_view = w_.fuse;
+  for (size_t i = 0; i < nsp; ++i)
+    strided_view = strided_view && l.kernel[i] == 1 && l.padding[i] == 0 &&
+                   l.padding[nsp + i] == 0;
+  if (strided_view && std::any_of(l.stride.begin(), l.stride.end(), [](int64_t s) { return s > 1; })) {
+    for (size_t i = 0; i < nsp; ++i) {
+      in.shape[3 + i] = out_sp[i];
+      in.strides[3 + i] *= l.stride[i];
+      unit.stride[i] = 1;
+    }
+  }
   // The weight [G*Co, Ci, k...] as [G, Co, Ci, k...]: one more leading dim than [F, Ci, k...].
   isa::Shape wrest = {ci};
   wrest.insert(wrest.end(), l.kernel.begin(), l.kernel.end());
@@ -108,13 +123,13 @@ void GraphLowering::emit_conv(const Layer& l, const View& x, const View& wsrc, i
         in, wv, View{b.buffer, {g, co}, {co * b.strides[0], b.strides[0]}, b.offset}};
     if (e->res) operands.push_back(grouped(*e->res, g, co, out_sp));
     operands.push_back(out);
-    AttrValues a = window_attrs(l);
+    AttrValues a = window_attrs(unit);
     a.emplace_back("act", e->act);
     a.emplace_back("alpha", fmt::format("{}", e->alpha));
     emit(e->res ? "conv2d_bias_add_act" : "conv2d_bias_act", operands, a);
     return;
   }
-  emit(fmt::format("conv{}d", nsp), {in, wv, out}, window_attrs(l));
+  emit(fmt::format("conv{}d", nsp), {in, wv, out}, window_attrs(unit));
   if (bias == -1) return;
   View b = bias_view ? *bias_view : whole(bias);
   View flat = reshaped(y, {n, f, s_out});

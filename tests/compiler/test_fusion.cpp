@@ -360,3 +360,38 @@ TEST_CASE("fusion: a softmax stays unfused when its chain is not a scaling by a 
   unmasked.second_reader = "scaled";
   CHECK(unfused_as_plain(unmasked) == std::vector<std::string>{"eltwise", "softmax", "eltwise"});
 }
+
+TEST_CASE("a strided 1x1 conv reads every s-th pixel through its input view, bit for bit") {
+  // x [1, 4, 5, 5], a 1x1 conv of stride 2 to 6 channels with bias and ReLU: Ho = Wo =
+  // (5 - 1) / 2 + 1 = 3.
+  const char* text = R"(
+workload: strided
+inputs:
+  x: {shape: [1, 4, 5, 5], dtype: f32}
+layers:
+  - {name: c, type: conv2d, input: x, filters: 6, kernel: 1, stride: 2, bias: true}
+  - {name: r, type: relu, input: c}
+)";
+  auto build = [&](bool fuse) {
+    compiler::CompileOptions o;
+    o.fuse = fuse;
+    return compiler::compile(compiler::parse_workload(text, "strided.yaml", o), ops());
+  };
+  const isa::Program fused = build(true), plain = build(false);
+  REQUIRE(fused.instructions.size() == 1);
+  const isa::Instruction& in = fused.instructions[0];
+  const isa::OpDef& op = ops().get(in.opcode);
+  CHECK(op.name == "conv2d_bias_act");
+  // [N, G, Ci, H, W] over x's bytes at 0: rows and columns 0, 2, 4 of each channel.
+  CHECK(in.operands[0] == isa::TensorRef{0, isa::DType::f32, {1, 1, 4, 3, 3}, {100, 100, 25, 10, 2}});
+  CHECK(in.attrs[op.attr_index("stride_h")] == 1);
+  CHECK(in.attrs[op.attr_index("stride_w")] == 1);
+  // Without the compiler's rewrites: the dense input at stride 2.
+  REQUIRE(plain.instructions.size() == 3);  // conv2d, the bias add, relu
+  const isa::Instruction& conv = plain.instructions[0];
+  CHECK(conv.operands[0] == isa::TensorRef{0, isa::DType::f32, {1, 1, 4, 5, 5}, {100, 100, 25, 5, 1}});
+  CHECK(conv.attrs[ops().get(conv.opcode).attr_index("stride_h")] == 2);
+  const std::vector<float> a = output(fused), b = output(plain);
+  REQUIRE(a.size() == 54);
+  CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
