@@ -101,9 +101,9 @@ void GraphLowering::emit_conv(const Layer& l, const View& x, const View& wsrc, i
   Layer unit = l;
   bool strided_view = w_.fuse;
   for (size_t i = 0; i < nsp; ++i)
-    strided_view = strided_view && l.kernel[i] == 1 && l.padding[i] == 0 &&
-                   l.padding[nsp + i] == 0;
-  if (strided_view && std::any_of(l.stride.begin(), l.stride.end(), [](int64_t s) { return s > 1; })) {
+    strided_view = strided_view && l.kernel[i] == 1 && l.padding[i] == 0 && l.padding[nsp + i] == 0;
+  if (strided_view &&
+      std::any_of(l.stride.begin(), l.stride.end(), [](int64_t s) { return s > 1; })) {
     for (size_t i = 0; i < nsp; ++i) {
       in.shape[3 + i] = out_sp[i];
       in.strides[3 + i] *= l.stride[i];

@@ -383,13 +383,15 @@ layers:
   const isa::OpDef& op = ops().get(in.opcode);
   CHECK(op.name == "conv2d_bias_act");
   // [N, G, Ci, H, W] over x's bytes at 0: rows and columns 0, 2, 4 of each channel.
-  CHECK(in.operands[0] == isa::TensorRef{0, isa::DType::f32, {1, 1, 4, 3, 3}, {100, 100, 25, 10, 2}});
+  CHECK(in.operands[0] ==
+        isa::TensorRef{0, isa::DType::f32, {1, 1, 4, 3, 3}, {100, 100, 25, 10, 2}});
   CHECK(in.attrs[op.attr_index("stride_h")] == 1);
   CHECK(in.attrs[op.attr_index("stride_w")] == 1);
   // Without the compiler's rewrites: the dense input at stride 2.
   REQUIRE(plain.instructions.size() == 3);  // conv2d, the bias add, relu
   const isa::Instruction& conv = plain.instructions[0];
-  CHECK(conv.operands[0] == isa::TensorRef{0, isa::DType::f32, {1, 1, 4, 5, 5}, {100, 100, 25, 5, 1}});
+  CHECK(conv.operands[0] ==
+        isa::TensorRef{0, isa::DType::f32, {1, 1, 4, 5, 5}, {100, 100, 25, 5, 1}});
   CHECK(conv.attrs[ops().get(conv.opcode).attr_index("stride_h")] == 2);
   const std::vector<float> a = output(fused), b = output(plain);
   REQUIRE(a.size() == 54);
