@@ -236,7 +236,16 @@ double CostModel::quick_cycles(int l, const OpDef& op, const OpTable& ops,
   const double move = std::max(read / lc.bytes_per_cycle, written / lc.bytes_per_cycle);
   // Without its execution: a lower bound (not cached).
   if (const double bound = move + 2 * lc.latency_cycles; bound >= at_least) return bound;
-  const double t = std::max(move, execute_cycles(l, op, ops, instr)) + 2 * lc.latency_cycles;
+  // Its loads, execution and write-backs overlap only across its pieces: with the fewest
+  // pieces that fit its sub-blocks, all but the longest stage's share of one piece stays
+  // exposed (the first load, the last write-back); a piece alone runs them in turn.
+  const double in = read / lc.bytes_per_cycle, out = written / lc.bytes_per_cycle;
+  const double ex = execute_cycles(l, op, ops, instr);
+  const double pieces = std::max(
+      1.0, std::ceil((read + written) /
+                     std::max(1.0, static_cast<double>(sub_block(lc.capacity, lc.depth)))));
+  const double longest = std::max({in, ex, out});
+  const double t = longest + (in + ex + out - longest) / pieces + 2 * lc.latency_cycles;
   cache.emplace(std::move(key), t);
   return t;
 }

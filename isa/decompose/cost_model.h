@@ -95,8 +95,9 @@ class CostModel {
                         bool after_write_back = false) const;
 
   // A quick estimate of a node of level `l` running `instr` whole: the longest of loading its
-  // operands, executing it (as execute_cycles) and writing its outputs back, plus a latency
-  // each way. What candidates for the level above are judged by (a full node_cycles per
+  // operands, executing it (as execute_cycles) and writing its outputs back, plus the other two
+  // divided by the fewest pieces that fit its sub-blocks (a single piece runs the three in
+  // turn), plus a latency each way. What candidates for the level above are judged by (a full node_cycles per
   // candidate would run the node's own search each time). When even its time without the
   // execution is at least `at_least`, that lower bound instead, as for tiling_cycles.
   double quick_cycles(int l, const OpDef& op, const OpTable& ops, const Instruction& instr,

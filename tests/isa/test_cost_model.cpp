@@ -106,6 +106,19 @@ TEST_CASE("a resident output tile is loaded by the first piece of its sum only")
   CHECK(model.tiling_cycles(0, op, ops, mm, {1, 8, 8, 4}) == 117.0);
 }
 
+TEST_CASE("a quick estimate leaves exposed what one piece of the fewest cannot overlap") {
+  const OpTable& ops = OpTable::builtin();
+  const OpDef& op = ops.get("matmul");
+  // 8x8x8 in 64 KiB (sub-blocks of 21,824 B): 768 B moved, one piece, whose load (512 / 16 =
+  // 32), execution (1 * 2 * 2 * 8 + 7 = 39) and write-back (256 / 16 = 16) run in turn, with a
+  // latency each way: 39 + (32 + 16) / 1 + 20 = 107, the whole tiling's own estimate above.
+  CHECK(leaf_model(64 << 10).quick_cycles(0, op, ops, matmul(8, 8, 8)) == 107.0);
+  // 16x16x16 in 4 KiB (sub-blocks of 1,344 B): 3,072 B moved need 3 pieces. Execution is the
+  // longest stage (1 * 4 * 4 * 16 + 7 = 263); of the load (2048 / 16 = 128) and the write-back
+  // (1024 / 16 = 64) a third stays exposed: 263 + 192 / 3 + 20 = 347.
+  CHECK(leaf_model(4 << 10).quick_cycles(0, op, ops, matmul(16, 16, 16)) == 347.0);
+}
+
 TEST_CASE("search picks the tiling of least estimated time, halving its own") {
   const OpTable& ops = OpTable::builtin();
   const OpDef& op = ops.get("matmul");
