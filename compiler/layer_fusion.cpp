@@ -76,6 +76,13 @@ class LayerGraph {
   std::map<std::string, int> reads_;  // read occurrences: Mul(x, x) reads x twice
 };
 
+// The operand of the two-input layer `l` other than `x`; "" when `l` does not read `x` once.
+std::string other_operand(const Layer& l, const std::string& x) {
+  if (l.inputs[0] == x && l.inputs[1] != x) return l.inputs[1];
+  if (l.inputs[1] == x && l.inputs[0] != x) return l.inputs[0];
+  return "";
+}
+
 bool is_tanh(const Layer* l) {
   return l && l->inputs.size() == 1 &&
          (l->kind == LayerKind::tanh || (l->kind == LayerKind::activation && l->fn == "tanh"));
@@ -106,15 +113,11 @@ std::optional<GeluTanh> match_gelu_tanh(const LayerGraph& g, const Layer& y) {
     const Layer* inner_l = g.eltwise(g.operand_besides(*arg_l, isa::kGeluTanhK), "add");
     if (!inner_l) continue;
     // inner = x + cx3, cx3 = x3 * c, x3 = x2 * x, x2 = x * x.
-    const std::string& cx3 = inner_l->inputs[0] == x ? inner_l->inputs[1] : inner_l->inputs[0];
-    if (cx3 == x || (inner_l->inputs[0] != x && inner_l->inputs[1] != x)) continue;
-    const Layer* cx3_l = g.eltwise(cx3, "mul");
+    const Layer* cx3_l = g.eltwise(other_operand(*inner_l, x), "mul");
     if (!cx3_l) continue;
     const Layer* x3_l = g.eltwise(g.operand_besides(*cx3_l, isa::kGeluTanhC), "mul");
     if (!x3_l) continue;
-    const std::string& x2 = x3_l->inputs[0] == x ? x3_l->inputs[1] : x3_l->inputs[0];
-    if (x2 == x || (x3_l->inputs[0] != x && x3_l->inputs[1] != x)) continue;
-    const Layer* x2_l = g.eltwise(x2, "mul");
+    const Layer* x2_l = g.eltwise(other_operand(*x3_l, x), "mul");
     if (!x2_l || x2_l->inputs[0] != x || x2_l->inputs[1] != x) continue;
     GeluTanh m{x, {x2_l, x3_l, cx3_l, inner_l, arg_l, t_l, one_plus_l, half_l}};
     bool all_private = true;

@@ -35,11 +35,13 @@ layers:
   - {name: fc_relu, type: relu, input: fc}
 )";
 
-isa::Program compile(bool fuse, bool fold) {
+// A YAML workload compiled with the given passes (the residual block by default).
+isa::Program compile(bool fuse, bool fold, const char* text = kBlock,
+                     const char* file = "block.yaml") {
   compiler::CompileOptions o;
   o.fuse = fuse;
   o.fold_batchnorm = fold;
-  return compiler::compile(compiler::parse_workload(kBlock, "block.yaml", o), ops());
+  return compiler::compile(compiler::parse_workload(text, file, o), ops());
 }
 
 std::vector<float> output(const isa::Program& p) {
@@ -372,12 +374,8 @@ layers:
   - {name: c, type: conv2d, input: x, filters: 6, kernel: 1, stride: 2, bias: true}
   - {name: r, type: relu, input: c}
 )";
-  auto build = [&](bool fuse) {
-    compiler::CompileOptions o;
-    o.fuse = fuse;
-    return compiler::compile(compiler::parse_workload(text, "strided.yaml", o), ops());
-  };
-  const isa::Program fused = build(true), plain = build(false);
+  const isa::Program fused = compile(true, true, text, "strided.yaml"),
+                     plain = compile(false, true, text, "strided.yaml");
   REQUIRE(fused.instructions.size() == 1);
   const isa::Instruction& in = fused.instructions[0];
   const isa::OpDef& op = ops().get(in.opcode);
