@@ -73,6 +73,12 @@ struct Tables {
          boolean_key("multicast",
                      "the siblings' links are one shared medium: bytes several of them load "
                      "for one piece are read from the parent once and delivered to all")
+             .defaults_to("false"),
+         boolean_key("pipelined",
+                     "split transactions: a piece's load (or write-back) is requested as soon "
+                     "as the piece is ready for it, so its latency passes while the transfers "
+                     "ahead of it on the link still move; false: each transfer's latency starts "
+                     "when the link is free")
              .defaults_to("false")}};
     matrix_shape = {"matrix_shape",
                     "the MAC array for inputs of one dtype",

@@ -1,16 +1,19 @@
 #include "sim/dma_engine.h"
 
+#include <algorithm>
+
 #include "isa/error.h"
 
 namespace fracsim::sim {
 
 DmaEngine::DmaEngine(const sc_core::sc_module_name& name, uint64_t period_ps, uint64_t latency_ps,
-                     uint64_t link_bandwidth)
+                     uint64_t link_bandwidth, bool pipelined)
     : sc_module(name),
       socket("socket"),
       period_ps_(period_ps),
       latency_cycles_((latency_ps + period_ps - 1) / period_ps),
-      link_bandwidth_(link_bandwidth) {}
+      link_bandwidth_(link_bandwidth),
+      pipelined_(pipelined) {}
 
 // A run that stops on an error can leave a batch in flight: its payload must not free the
 // extension, a member.
@@ -19,13 +22,16 @@ DmaEngine::~DmaEngine() {
 }
 
 void DmaEngine::begin(Channel channel, uint64_t bytes, uint64_t span_begin, uint64_t span_end,
-                      uint64_t copies, int route, bool latency) {
+                      uint64_t copies, int route, bool latency, uint64_t requested_ps) {
   Batch& b = batch_[channel];
   FRACSIM_ASSERT(b.step == Step::idle, "{}: a batch began on a busy channel", name());
   b.step = Step::start;
   b.bytes = bytes;
   b.cycles = 0;
   b.latency = latency ? latency_cycles_ : 0;
+  const uint64_t now = sc_core::sc_time_stamp().value();
+  if (pipelined_ && requested_ps < now)
+    b.latency -= std::min(b.latency, (now - requested_ps) / period_ps_);
   // The payload carries no data: timing only. Data moves through DMI (parent_view).
   b.ext.link_bandwidth = link_bandwidth_;
   b.ext.copies = copies;

@@ -5,6 +5,9 @@
 // Time of one batch of B bytes (all the tiles of one piece in one direction), node clock:
 //   ceil((link latency + parent memory latency) / period)     descriptors are pipelined, so
 //                                                              the latency is paid once
+//                                                              (with a pipelined link, less
+//                                                              the whole cycles since the
+//                                                              batch could be requested)
 // + ceil(data phase / period)                                 the memory's data phase; alone
 //                                                              on the memory that is
 //                                                              ceil(B * clock / min(link, memory))
@@ -33,7 +36,7 @@ class DmaEngine : public sc_core::sc_module {
   enum Channel { kRead = 0, kWrite = 1 };
 
   DmaEngine(const sc_core::sc_module_name& name, uint64_t period_ps, uint64_t latency_ps,
-            uint64_t link_bandwidth);
+            uint64_t link_bandwidth, bool pipelined);
   ~DmaEngine() override;
 
   tlm_utils::simple_initiator_socket<DmaEngine> socket;
@@ -42,9 +45,12 @@ class DmaEngine : public sc_core::sc_module {
   // memory on behalf of `copies` identical nodes; `route` names the parent memory when the
   // engine is bound to an Interconnect. The channel must be idle.
   // `latency`: false for a batch that directly follows another of the same load (its
-  // descriptors were issued with the first's).
+  // descriptors were issued with the first's). `requested_ps`: when the batch could have been
+  // requested (its piece ready for it); on a pipelined link (LinkSpec::pipelined) the latency
+  // has run since then, while the channel still moved the batches ahead of it, and only the
+  // rest is paid. Later than now, or on a link that is not pipelined: the whole latency.
   void begin(Channel channel, uint64_t bytes, uint64_t span_begin, uint64_t span_end,
-             uint64_t copies, int route, bool latency = true);
+             uint64_t copies, int route, bool latency = true, uint64_t requested_ps = UINT64_MAX);
   // Moves the channel's batch on, from inside the SC_METHOD that began it: true when it is done
   // (cycles() then holds its node cycles), false after setting the method's next trigger.
   bool advance(Channel channel);
@@ -65,6 +71,7 @@ class DmaEngine : public sc_core::sc_module {
   void send(Batch& b, tlm::tlm_phase phase);
 
   uint64_t period_ps_, latency_cycles_, link_bandwidth_;
+  bool pipelined_;
   std::array<Batch, 2> batch_;
   bool dmi_checked_ = false;
   isa::MemoryView dmi_{};

@@ -214,6 +214,7 @@ isa::CostModel cost_model(const MachineSpec& spec) {
     const uint64_t period = ls.controller.period_ps();
     c.latency_cycles =
         static_cast<double>((ls.link.latency + parent.latency + period - 1) / period);
+    c.pipelined = ls.link.pipelined;
     c.lfu_throughput = ls.controller.lfu_throughput;
     c.decode_cycles = ls.controller.decode_cycles;
     c.resident = ls.resident_partial_sums;

@@ -42,6 +42,7 @@ LinkSpec read_link(ConfigMapping& parent) {
   link.bandwidth = m.quantity("bandwidth");
   link.latency = m.quantity("latency");
   link.multicast = m.boolean("multicast");
+  link.pipelined = m.boolean("pipelined");
   parent.put("link", m.finish());
   return link;
 }

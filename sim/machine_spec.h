@@ -36,6 +36,9 @@ struct LinkSpec {
   // The siblings' links are one shared medium: bytes several of them load for one piece of
   // their parent are read from the parent's memory once and delivered to all (a broadcast).
   bool multicast = false;
+  // Split transactions: a transfer is requested when its piece is ready, so its latency
+  // overlaps the transfers ahead of it on the same channel (DmaEngine::begin).
+  bool pipelined = false;
 };
 
 struct MatrixShape {

@@ -55,7 +55,7 @@ Node::Node(const sc_core::sc_module_name& name, const MachineSpec& spec, int lev
     const LevelSpec& ls = spec.levels[level];
     const MemorySpec& pm = level == 0 ? spec.root.memory : spec.levels[level - 1].memory;
     dma_ = std::make_unique<DmaEngine>("dma", period_ps_, ls.link.latency + pm.latency,
-                                       ls.link.bandwidth);
+                                       ls.link.bandwidth, ls.link.pipelined);
   }
   if (is_leaf_) unit_ = make_leaf_unit(spec.levels[level]);
 }
@@ -234,10 +234,11 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, size_t index, int subblock, 
 }
 
 void Node::begin_batch(DmaEngine::Channel channel, const Piece& p,
-                       const std::vector<isa::Transfer>& transfers) {
+                       const std::vector<isa::Transfer>& transfers, uint64_t requested_ps) {
   if (is_root_) return;  // the root's operands are in its own memory
   const auto span = parent_span(transfers);
-  dma_->begin(channel, stored_bytes(transfers), span.first, span.second, p.copies, p.route);
+  dma_->begin(channel, stored_bytes(transfers), span.first, span.second, p.copies, p.route, true,
+              requested_ps);
 }
 
 bool Node::batch_done(DmaEngine::Channel channel, const std::vector<isa::Transfer>& transfers,
@@ -346,6 +347,7 @@ void Node::id_step() {
           break;
         case kPass:
           if (!q.to_ld.put(st.piece)) return;
+          st.piece->queued_ps = sc_core::sc_time_stamp().value();
           st.piece = nullptr;
           ++q.next_piece;
           st.step = kNextPiece;
@@ -354,18 +356,40 @@ void Node::id_step() {
   });
 }
 
-bool Node::overwrites_earlier(const Piece& p) const {
+std::vector<std::pair<uint64_t, uint64_t>> Node::local_loads(const Piece& p) {
   std::vector<std::pair<uint64_t, uint64_t>> loads;
   for (const isa::Transfer& t : p.loads) loads.push_back(t.local.byte_span());
   for (const isa::Transfer& t : p.shared) loads.push_back(t.local.byte_span());
+  return loads;
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> Node::local_use(const Piece& p) {
+  std::vector<std::pair<uint64_t, uint64_t>> used = p.local_writes;
+  for (const isa::TensorRef& t : p.local.operands) used.push_back(t.byte_span());
+  return used;
+}
+
+bool Node::overwrites_earlier(const Piece& p) const {
+  const std::vector<std::pair<uint64_t, uint64_t>> loads = local_loads(p);
   if (loads.empty()) return false;
   for (const Piece* e : pipe_->in_flight) {
     if (e == &p) break;
-    std::vector<std::pair<uint64_t, uint64_t>> used = e->local_writes;
-    for (const isa::TensorRef& t : e->local.operands) used.push_back(t.byte_span());
-    if (overlaps(used, loads)) return true;
+    if (overlaps(local_use(*e), loads)) return true;
   }
   return false;
+}
+
+uint64_t Node::load_requested(const Piece& p) const {
+  if (is_root_ || !ctx_.spec->levels[level_].link.pipelined) return UINT64_MAX;
+  // Queued, and every earlier piece it waits for (writing what it reads, or using the local
+  // memory it loads into) written back.
+  uint64_t at = p.queued_ps;
+  const std::vector<std::pair<uint64_t, uint64_t>> loads = local_loads(p);
+  for (const Pipeline::Retired& r : pipe_->retired)
+    if (r.ps > at &&
+        (views_meet(r.writes, p.reads, ctx_.spec->hazards) || overlaps(r.local, loads)))
+      at = r.ps;
+  return at;
 }
 
 // LD: waits for the earlier pieces that write what this one reads, then loads its tiles.
@@ -432,7 +456,7 @@ void Node::ld_step() {
             st.step = kBroadcast;
             break;
           }
-          begin_batch(DmaEngine::kRead, *p, p->loads);
+          begin_batch(DmaEngine::kRead, *p, p->loads, load_requested(*p));
           st.step = kLoad;
           break;
         }
@@ -544,7 +568,7 @@ void Node::wb_step() {
           if (!q.to_wb.take(st.piece)) return;
           const Piece* p = st.piece;
           st.t0 = sc_core::sc_time_stamp();
-          begin_batch(DmaEngine::kWrite, *p, p->stores);
+          begin_batch(DmaEngine::kWrite, *p, p->stores, p->queued_ps);
           st.step = kStore;
           break;
         }
@@ -569,6 +593,12 @@ void Node::wb_step() {
           FRACSIM_ASSERT(!q.in_flight.empty() && q.in_flight.front() == p,
                          "{}: write-back out of order", name());
           q.in_flight.pop_front();
+          if (!is_root_ && ctx_.spec->levels[level_].link.pipelined) {
+            if (q.retired.size() == static_cast<size_t>(controller_.pipeline_depth))
+              q.retired.pop_front();
+            q.retired.push_back({std::move(p->writes), local_use(*p),
+                                 static_cast<uint64_t>(sc_core::sc_time_stamp().value())});
+          }
           if (p->accumulator >= 0 && !p->holds_output) q.accumulator_busy[p->accumulator] = false;
           q.written_back.notify(sc_core::SC_ZERO_TIME);
           ++q.free_subblocks;

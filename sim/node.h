@@ -245,9 +245,10 @@ class Node : public sc_core::sc_module {
   // LD's and WB's DMA batch of a piece (nothing at the root, whose operands are in its own
   // memory): begin_batch() starts it; batch_done() moves it on and, when it has ended, sets
   // `cycles`, copies the data in functional mode and, after a load, invalidates what the
-  // children's permutation tables hold of the tiles loaded.
+  // children's permutation tables hold of the tiles loaded. `requested_ps`: when the batch
+  // could be requested (DmaEngine::begin).
   void begin_batch(DmaEngine::Channel channel, const Piece& p,
-                   const std::vector<isa::Transfer>& transfers);
+                   const std::vector<isa::Transfer>& transfers, uint64_t requested_ps = UINT64_MAX);
   bool batch_done(DmaEngine::Channel channel, const std::vector<isa::Transfer>& transfers,
                   uint64_t& cycles);
   // A load's transfers have arrived: copies the data (functional mode) and invalidates what the
@@ -256,6 +257,13 @@ class Node : public sc_core::sc_module {
   // Whether `p`'s loads overwrite local memory that an earlier piece in flight still uses
   // (its tiles and scratch).
   bool overwrites_earlier(const Piece& p) const;
+  // Where `p`'s loads land here; what `p` uses here (its tiles and scratch).
+  static std::vector<std::pair<uint64_t, uint64_t>> local_loads(const Piece& p);
+  static std::vector<std::pair<uint64_t, uint64_t>> local_use(const Piece& p);
+  // When `p`'s load could be requested on a pipelined link (LinkSpec::pipelined): once it was
+  // queued for LD and the earlier pieces it waits for were written back; UINT64_MAX (the whole
+  // latency) on a link that is not pipelined.
+  uint64_t load_requested(const Piece& p) const;
   void trace(int stage, const Piece& p, const sc_core::sc_time& t0);
   void trace(int stage, const Piece& p, const sc_core::sc_time& t0, const sc_core::sc_time& t1);
   // After an instruction's last write-back (WB): its plan's finalize work on the parent's

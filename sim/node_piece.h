@@ -67,6 +67,7 @@ struct Node::Piece {
   // whether its RD has combined its children's partial results.
   int accumulator = -1;
   bool holds_output = false, continues = false, reduced = false;
+  uint64_t queued_ps = 0;  // when it entered the queue of the stage it is at or waits for
 };
 
 // What a child's instruction occupies in the child's memory while it runs, so that the next
@@ -110,6 +111,15 @@ struct Node::Pipeline {
   sc_core::sc_event subblock_freed;
   std::deque<Piece*> in_flight;  // past ID, not yet written back, in order
   sc_core::sc_event written_back;
+  // The last pieces written back (as many as can be in flight), on a pipelined link: what
+  // they wrote in the parent's memory, what they used here, and when they were done. A load
+  // is requested once its piece is queued and those of them it waits for are done.
+  struct Retired {
+    std::vector<isa::TensorRef> writes;
+    std::vector<std::pair<uint64_t, uint64_t>> local;
+    uint64_t ps = 0;
+  };
+  std::deque<Retired> retired;
   std::vector<bool> accumulator_busy;  // per sub-block: a group's partial sums are in it
   sc_core::sc_event reduced;           // RD has finished a piece's LFU work
   sc_core::sc_event parked;            // never notified: a stage that failed waits on it
@@ -124,6 +134,7 @@ struct Node::Pipeline {
     // while the next stage's queue is full.
     bool pass_to(StageQueue<Piece*>& out) {
       if (!out.put(piece)) return false;
+      piece->queued_ps = sc_core::sc_time_stamp().value();
       piece = nullptr;
       step = 0;
       return true;

@@ -187,18 +187,26 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
   // more pieces than are in flight.
   // ex: a piece's execution; ex_acc: an accumulating piece's (below). The time grows with both
   // (in floating point too), so with both 0 it is a lower bound.
+  // A piece in the pipeline's steady state: on a pipelined link its transfer was requested
+  // while the one before moved, so it takes the longer of its data and the latency.
+  auto flowing = [&](double t) {
+    const double data = t - lc.latency_cycles;
+    return lc.pipelined ? (data + std::max(data, lc.latency_cycles)) / 2 : t;
+  };
+  const double ld_s = flowing(ld), wb_s = flowing(wb);
   auto total = [&](double ex, double ex_acc) {
-    const double steady = std::max({ld, ex, wb, dec});
+    const double steady = std::max({ld_s, ex, wb_s, dec});
     if (resident) {
       // Resident partial sums: no piece reloads its output tile, so none waits for a
       // write-back, and one write-back serves the reduce_parts pieces of a tile.
       return stat / lc.bytes_per_cycle + ld + ex + wb +
-             (first - 1) * std::max({ld, ex, wb / reduce_parts, dec}) +
-             (pieces - first) * std::max({ld - held / lc.bytes_per_cycle, ex_acc,
-                                          wb / reduce_parts, dec});
+             (first - 1) * std::max({ld_s, ex, wb_s / reduce_parts, dec}) +
+             (pieces - first) * std::max({flowing(ld - held / lc.bytes_per_cycle), ex_acc,
+                                          wb_s / reduce_parts, dec});
     }
     if (lc.tile_hazards && first > lc.depth) {
-      const double acc_steady = std::max({ld + accumulated / lc.bytes_per_cycle, ex, wb, dec});
+      const double acc_steady =
+          std::max({flowing(ld + accumulated / lc.bytes_per_cycle), ex, wb_s, dec});
       return stat / lc.bytes_per_cycle + ld + ex + wb + (first - 1) * steady +
              (pieces - first) * acc_steady;
     }

@@ -42,6 +42,10 @@ struct LevelCost {
   // memory when all its siblings move at once, whichever is less; plus the latency per batch.
   double bytes_per_cycle = 1;
   double latency_cycles = 0;
+  // Split transactions on its link: once the pipeline is full, a piece's load (write-back) is
+  // requested while the one before still moves, so a piece takes the longer of its data and
+  // the latency, not their sum.
+  bool pipelined = false;
   int64_t lfu_throughput = 1;  // elements per cycle its LFU combines (inner levels)
   int decode_cycles = 1;
   // Resident partial sums: the pieces sharing an output tile run back to back, the tile staying

@@ -106,6 +106,26 @@ TEST_CASE("a resident output tile is loaded by the first piece of its sum only")
   CHECK(model.tiling_cycles(0, op, ops, mm, {1, 8, 8, 4}) == 117.0);
 }
 
+TEST_CASE("on a pipelined link a piece in the steady state pays the longer of data and latency") {
+  const OpTable& ops = OpTable::builtin();
+  const OpDef& op = ops.get("matmul");
+  LevelCost c = leaf_model(64 << 10).level(0);
+  const CostModel plain(Policy::search, {c});
+  c.pipelined = true;
+  const CostModel pipelined(Policy::search, {c});
+  // a[16,64] x b[64,4], 4 pieces of 4 rows. b stays whole (1024 B, 64 cycles), loaded once.
+  // A piece loads its a tile (1024 B): 10 + 64 = 74; runs 1 * 1 * 1 * 64 + 7 = 71; writes
+  // out[4,4] (64 B): 10 + 4 = 14. The first piece pays every latency.
+  //   plain: the next pieces follow at the slowest stage, the load: 64 + 74 + 71 + 14 + 3 * 74
+  //          = 445.
+  //   pipelined: a load is requested while the one before moves, so it takes the longer of its
+  //          data and the latency, 64 (a write-back (4 + 10) / 2 = 7: with one request ahead,
+  //          data shorter than the latency alternate between the two); the execution is now
+  //          the slowest stage: 64 + 74 + 71 + 14 + 3 * 71 = 436.
+  CHECK(plain.tiling_cycles(0, op, ops, matmul(16, 64, 4), {1, 4, 4, 64}) == 445.0);
+  CHECK(pipelined.tiling_cycles(0, op, ops, matmul(16, 64, 4), {1, 4, 4, 64}) == 436.0);
+}
+
 TEST_CASE("a quick estimate leaves exposed what one piece of the fewest cannot overlap") {
   const OpTable& ops = OpTable::builtin();
   const OpDef& op = ops.get("matmul");

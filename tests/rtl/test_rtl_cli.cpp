@@ -230,6 +230,7 @@ struct BackendPair {
 const std::string kF1MovementOff =
     " --set levels.chip.keep_outputs=false --set levels.core.keep_outputs=false"
     " --set levels.core.link.multicast=false"
+    " --set levels.chip.link.pipelined=false --set levels.core.link.pipelined=false"
     " --set levels.chip.resident_partial_sums=false --set levels.core.resident_partial_sums=false"
     " --set levels.chip.overlap=false --set levels.core.overlap=false";
 
@@ -286,7 +287,7 @@ TEST_CASE(
       CAPTURE(machine);
       const BackendPair p = run_both(machine, "tests/rtl/int_merge.fasm", mode);
       CHECK(has(p.rtl.out, machine == "tiny" ? "  cycles        4005 at 1 GHz"
-                                             : "  cycles        1255 at 1 GHz"));
+                                             : "  cycles        1065 at 1 GHz"));
       if (mode == "functional") {
         CHECK(has(p.rtl.out,
                   "output p i16[20,101]: all 2020 elements match the reference bit for bit"));
@@ -310,7 +311,7 @@ TEST_CASE(
       CAPTURE(machine);
       const BackendPair p = run_both(machine, "tests/rtl/int_vector.fasm", mode);
       CHECK(has(p.rtl.out, machine == "tiny" ? "  cycles        4802 at 1 GHz"
-                                             : "  cycles        1157 at 1 GHz"));
+                                             : "  cycles        968 at 1 GHz"));
       if (mode == "functional") {
         for (const char* line :
              {"output e i8[64,100]: all 6400 elements match", "output g i8[64,100]: all 6400",
@@ -319,7 +320,7 @@ TEST_CASE(
               "output w i32[300]: all 300", "outputs match the reference"})
           CHECK(has(p.rtl.out, line));
       }
-      CHECK(leaf_total(p.rtl_stats, "rtl_vector_instructions") == (machine == "tiny" ? 32 : 312));
+      CHECK(leaf_total(p.rtl_stats, "rtl_vector_instructions") == (machine == "tiny" ? 32 : 424));
       CHECK(leaf_total(p.model_stats, "rtl_vector_instructions") == 0);
     }
   }

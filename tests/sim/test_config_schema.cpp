@@ -69,8 +69,9 @@ TEST_CASE("every declared default is a valid value of its key") {
       },
       seen);
   // decomposer, hazards, pipeline_depth and decode_cycles (root, level), latency (memory,
-  // link), banks, multicast, keep_outputs, resident_partial_sums, overlap, sort width, backend.
-  CHECK(defaults == 15);
+  // link), banks, multicast, pipelined, keep_outputs, resident_partial_sums, overlap, sort
+  // width, backend.
+  CHECK(defaults == 16);
 }
 
 const MappingDecl& test_decl() {

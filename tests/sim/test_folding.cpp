@@ -89,6 +89,7 @@ TEST_CASE("with the data-movement features on, folded and unfolded runs agree") 
         load_machine_spec(fmt::format("{}/configs/scale/leaves-{}.yaml", kRoot, leaves));
     for (LevelSpec& l : spec.levels) {
       l.link.multicast = true;
+      l.link.pipelined = true;
       l.keep_outputs = true;
       l.resident_partial_sums = true;
       l.overlap = true;

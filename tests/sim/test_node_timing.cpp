@@ -279,6 +279,71 @@ TEST_CASE("resident partial sums: two output tiles, each of two K pieces, issued
   }
 }
 
+// The same machine with split transactions on the leaf's link (link.pipelined).
+std::string pipelined(const std::string& yaml) {
+  const std::string plain = "latency: 10 ns}";
+  const size_t at = yaml.find(plain);
+  REQUIRE(at != std::string::npos);
+  return std::string(yaml).replace(at, plain.size(), "latency: 10 ns, pipelined: true}");
+}
+
+TEST_CASE("a pipelined link requests a queued piece's load while the one before still moves") {
+  // The three pieces of "three pieces overlap in the pipeline", on a pipelined link. A piece's
+  // load is requested when it is queued for LD (at the end of its ID) and pays what is left of
+  // the 10 cycles of latency when the channel takes it; a write-back likewise from when its EX
+  // ended. Bytes as there: LD piece 0 96 B (6 cycles of data), pieces 1, 2 48 B (3);
+  // EX 11; WB 36 B (3).
+  //            ID       LD                          EX        WB
+  //   piece 0  1 -> 2   2 -> 18   (asked at 2: 10)  18 -> 29  29 -> 42  (asked at 29: 10)
+  //   piece 1  2 -> 3   18 -> 21  (asked at 3: 0)   29 -> 40  42 -> 53  (asked at 40: 8)
+  //   piece 2  3 -> 4   21 -> 24  (asked at 4: 0)   40 -> 51  53 -> 64  (asked at 51: 8)
+  const isa::Program p = matmul_program(9, 4, 3);
+  for (Mode mode : {Mode::timing, Mode::functional}) {
+    CAPTURE(mode == Mode::timing);
+    RunResult r = run(pipelined(one_level(3, "600 B")), p, mode);
+    CHECK(counter(r, 1, Counter::pieces) == 3);
+    CHECK(counter(r, 1, Counter::load_cycles) == 16 + 3 + 3);
+    CHECK(counter(r, 1, Counter::writeback_cycles) == 13 + 11 + 11);
+    CHECK(counter(r, 1, Counter::unit_cycles) == 3 * 11);
+    CHECK(r.cycles == 64);
+    if (mode == Mode::functional) CHECK(r.memory == isa::run_reference(p, isa::OpTable::builtin()));
+  }
+}
+
+TEST_CASE("a pipelined link hides no latency of a load that waits for a write-back") {
+  // The four K pieces of "resident partial sums: four K pieces of one output tile".
+  //   off: every piece past 0 reads the out tile the piece before writes back; it can be
+  //        requested only once that write-back is done, when its LD starts anyway: each pays
+  //        the whole latency and the run keeps its 330 cycles (piece 3, queued at 82, waits
+  //        for piece 2's write-back at 247).
+  //   on:  no piece reads what another writes; pieces 1 to 3 were queued long before the
+  //        channel takes them (at 3, 4 and 68, after piece 0 retired at 67) and load in
+  //        32 cycles:
+  //            ID        LD          EX          WB
+  //   piece 0  1 -> 2    2 -> 44     44 -> 67    67 (nothing)
+  //   piece 1  2 -> 3    44 -> 76    76 -> 99    99 (nothing)
+  //   piece 2  3 -> 4    76 -> 108   108 -> 131  131 (nothing)
+  //   piece 3  67 -> 68  108 -> 140  140 -> 163  163 -> 177 (asked at 163: 10 + 4)
+  const isa::Program p = matmul_program(4, 64, 4);
+  for (Mode mode : {Mode::timing, Mode::functional}) {
+    CAPTURE(mode == Mode::timing);
+    RunResult off = run(pipelined(resident(3, "2112 B", false)), p, mode);
+    CHECK(counter(off, 1, Counter::pieces) == 4);
+    CHECK(off.cycles == 330);
+    CHECK(counter(off, 1, Counter::load_cycles) == 42 + 3 * 46);
+    CHECK(counter(off, 1, Counter::hazard_cycles) == 3 * 37);
+    RunResult on = run(pipelined(resident(3, "2112 B", true)), p, mode);
+    CHECK(counter(on, 1, Counter::pieces) == 4);
+    CHECK(on.cycles == 177);
+    CHECK(counter(on, 1, Counter::load_cycles) == 42 + 3 * 32);
+    CHECK(counter(on, 1, Counter::writeback_cycles) == 14);
+    if (mode == Mode::functional) {
+      CHECK(on.memory == isa::run_reference(p, isa::OpTable::builtin()));
+      CHECK(off.memory == on.memory);
+    }
+  }
+}
+
 TEST_CASE("a program larger than the main memory is refused with both sizes") {
   isa::Program p = matmul_program(8, 8, 8);
   p.footprint = 2 << 20;
