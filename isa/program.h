@@ -16,9 +16,13 @@ struct Instruction {
   uint16_t opcode = 0;
   std::vector<TensorRef> operands;  // in OpDef operand order
   std::vector<int64_t> attrs;       // in OpDef attribute order (bool 0/1, enum index)
+  // Not encoded: what the root controller sees of the program ahead (reused_inputs). Bit o:
+  // a later instruction reads operand o's view again before anything writes over it. Pieces
+  // and children's instructions keep it.
+  uint32_t reused = 0;
 
   bool operator==(const Instruction& o) const {
-    return opcode == o.opcode && operands == o.operands && attrs == o.attrs;
+    return opcode == o.opcode && operands == o.operands && attrs == o.attrs && reused == o.reused;
   }
 };
 

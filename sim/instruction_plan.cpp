@@ -311,6 +311,7 @@ std::vector<HeldOutput> held_outputs(const isa::OpDef& op, const InstructionPlan
 std::vector<int64_t> congruence_key(const isa::Instruction& instr) {
   std::vector<int64_t> key{instr.opcode, static_cast<int64_t>(instr.attrs.size())};
   key.insert(key.end(), instr.attrs.begin(), instr.attrs.end());
+  key.push_back(instr.reused);
   for (const isa::TensorRef& t : instr.operands) {
     key.push_back(static_cast<int64_t>(t.dtype));
     key.push_back(t.rank());

@@ -247,6 +247,10 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   completion.remaining = static_cast<int64_t>(program.instructions.size());
   ctx.spans.resize(program.instructions.size());
   std::map<std::string, uint32_t> layer_ids;
+  // What the root sees ahead in its queue, for the search's estimates (halving reads none).
+  const std::vector<uint32_t> reused = spec.decomposer == isa::Policy::search
+                                           ? isa::reused_inputs(ops, program)
+                                           : std::vector<uint32_t>(program.instructions.size());
   for (size_t i = 0; i < program.instructions.size(); ++i) {
     auto [it, fresh] = layer_ids.try_emplace(isa::instruction_name(program, i),
                                              static_cast<uint32_t>(ctx.layers.size()));
@@ -256,8 +260,9 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
       ctx.layers.back().levels.resize(spec.levels.size() + 1);
     }
     ctx.layers[it->second].instructions.push_back(i);
-    root.submit(
-        Job{program.instructions[i], nullptr, {}, 0, 1, &completion, 0, it->second, 1, nullptr});
+    Job job{program.instructions[i], nullptr, {}, 0, 1, &completion, 0, it->second, 1, nullptr};
+    job.instr.reused = reused[i];
+    root.submit(std::move(job));
   }
 
   run_to_end(spec, program, options, ctx, completion);

@@ -48,12 +48,13 @@ std::optional<Policy> policy_named(std::string_view name) {
 }
 
 std::vector<int64_t> shape_key(const Instruction& instr) {
-  size_t n = 1 + instr.attrs.size();
+  size_t n = 2 + instr.attrs.size();
   for (const TensorRef& t : instr.operands) n += 2 + t.shape.size();
   std::vector<int64_t> key;
   key.reserve(n + 16);  // room for what callers append (flags, a tiling)
   key.push_back(instr.opcode);
   key.insert(key.end(), instr.attrs.begin(), instr.attrs.end());
+  key.push_back(instr.reused);
   for (const TensorRef& t : instr.operands) {
     key.push_back(static_cast<int64_t>(t.dtype));
     key.push_back(t.rank());
@@ -61,6 +62,42 @@ std::vector<int64_t> shape_key(const Instruction& instr) {
       key.push_back(t.strides[a] == 0 ? -t.shape[a] - 1 : t.shape[a]);
   }
   return key;
+}
+
+std::vector<uint32_t> reused_inputs(const OpTable& ops, const Program& program) {
+  const std::vector<Instruction>& in = program.instructions;
+  std::vector<uint32_t> out(in.size(), 0);
+  auto writes_over = [&](size_t k, const TensorRef& v) {
+    const OpDef& op = ops.get(in[k].opcode);
+    const auto span = v.byte_span();
+    for (size_t o = 0; o < op.operands.size(); ++o) {
+      if (op.operands[o].role != OperandRole::out) continue;
+      const auto w = in[k].operands[o].byte_span();
+      if (w.first < span.second && span.first < w.second) return true;
+    }
+    return false;
+  };
+  for (size_t i = 0; i < in.size(); ++i) {
+    const OpDef& op = ops.get(in[i].opcode);
+    for (size_t o = 0; o < op.operands.size() && o < 32; ++o) {
+      const TensorRef& v = in[i].operands[o];
+      if (op.operands[o].role != OperandRole::in || v.stored_bytes() == 0) continue;
+      for (size_t j = i; j < in.size(); ++j) {
+        if (j > i) {
+          const OpDef& later = ops.get(in[j].opcode);
+          bool read = false;
+          for (size_t r = 0; r < later.operands.size() && !read; ++r)
+            read = later.operands[r].role == OperandRole::in && in[j].operands[r] == v;
+          if (read) {
+            out[i] |= uint32_t{1} << o;
+            break;
+          }
+        }
+        if (writes_over(j, v)) break;
+      }
+    }
+  }
+  return out;
 }
 
 std::vector<int64_t> planning_key(const OpDef& op, const Instruction& instr) {
@@ -156,7 +193,13 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
   const Instruction piece = worst_case_piece(op, instr, len);
   // Inputs whole in every piece are loaded once, with the first; pieces past the first along a
   // reduce dim also read the output they accumulate onto.
-  const double stat = static_cast<double>(static_footprint(op, instr, tile));
+  // At a node under the root, a static input a later instruction reads again is found there in
+  // the permutation table: its load is not charged to this one (reused_inputs). Deeper, a view
+  // lies in the parent's memory, where the root's lookahead does not see whether it recurs.
+  double stat = 0;
+  for (size_t o = 0; o < op.operands.size(); ++o)
+    if (!(l == 0 && instr.reused >> o & 1) && input_stays_whole(op, instr, tile, o))
+      stat += static_cast<double>(align_up(instr.operands[o].stored_bytes(), kTileAlign));
   double read = 0, written = 0;
   piece_traffic(op, piece, read, written);
   // accumulated: the output a later piece along a reduce dim reads back; held: what of `read`

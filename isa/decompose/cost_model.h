@@ -139,9 +139,17 @@ class CostModel {
   std::optional<PinnedDecision> pinned_;
 };
 
-// What decides a piece's decomposition and cost: opcode, attributes, dtypes, shapes and which
-// strides are 0 (broadcast dims are stored once).
+// What decides a piece's decomposition and cost: opcode, attributes, dtypes, shapes, which
+// strides are 0 (broadcast dims are stored once) and which inputs are read again (reused).
 std::vector<int64_t> shape_key(const Instruction& instr);
+
+// Per instruction of `program`, its Instruction::reused bits: input o's view (exactly: address,
+// dtype, shape, strides) is an input of a later instruction, and no instruction from this one
+// up to that one writes a byte of it. What the root controller, which holds the whole program,
+// sees ahead. Under `search` a tiling of a node under the root that keeps such an input whole
+// in the static segment is not charged its load: the tensor permutation table finds it again
+// for the later reader, so its load is spread over the uses.
+std::vector<uint32_t> reused_inputs(const OpTable& ops, const Program& program);
 
 // shape_key and, per input, whether it meets an output (input_meets_output): what decides the
 // static inputs and resident partial sums of a node's tiling, and so its estimate.
