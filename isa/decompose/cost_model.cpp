@@ -230,11 +230,13 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
   // more pieces than are in flight.
   // ex: a piece's execution; ex_acc: an accumulating piece's (below). The time grows with both
   // (in floating point too), so with both 0 it is a lower bound.
-  // A piece in the pipeline's steady state: on a pipelined link its transfer was requested
-  // while the one before moved, so it takes the longer of its data and the latency.
+  // A piece in the pipeline's steady state, on a pipelined link: it was requested when it was
+  // queued, which a sub-block allows once the pieces in LD and EX hold two of them; so N - 2
+  // pieces wait requested ahead of it, and at a period T the latency left when its transfer
+  // starts is latency - (N - 2) T: T = max(data, (data + latency) / (N - 1)).
   auto flowing = [&](double t) {
     const double data = t - lc.latency_cycles;
-    return lc.pipelined ? (data + std::max(data, lc.latency_cycles)) / 2 : t;
+    return lc.pipelined && lc.depth > 1 ? std::max(data, t / (lc.depth - 1)) : t;
   };
   const double ld_s = flowing(ld), wb_s = flowing(wb);
   auto total = [&](double ex, double ex_acc) {

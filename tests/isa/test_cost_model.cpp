@@ -118,10 +118,11 @@ TEST_CASE("on a pipelined link a piece in the steady state pays the longer of da
   // out[4,4] (64 B): 10 + 4 = 14. The first piece pays every latency.
   //   plain: the next pieces follow at the slowest stage, the load: 64 + 74 + 71 + 14 + 3 * 74
   //          = 445.
-  //   pipelined: a load is requested while the one before moves, so it takes the longer of its
-  //          data and the latency, 64 (a write-back (4 + 10) / 2 = 7: with one request ahead,
-  //          data shorter than the latency alternate between the two); the execution is now
-  //          the slowest stage: 64 + 74 + 71 + 14 + 3 * 71 = 436.
+  //   pipelined: a load is requested when its piece is queued; of the 3 sub-blocks the pieces
+  //          in LD and EX hold two, so one piece waits requested ahead, and at a period T a
+  //          piece pays what is left of the latency after T: T = max(data, (data + latency) /
+  //          2): 64 for a load, max(4, 14 / 2) = 7 for a write-back; the execution is now the
+  //          slowest stage: 64 + 74 + 71 + 14 + 3 * 71 = 436.
   CHECK(plain.tiling_cycles(0, op, ops, matmul(16, 64, 4), {1, 4, 4, 64}) == 445.0);
   CHECK(pipelined.tiling_cycles(0, op, ops, matmul(16, 64, 4), {1, 4, 4, 64}) == 436.0);
 }
