@@ -152,7 +152,7 @@ std::vector<int64_t> searched_tiling(const OpDef& op, const OpTable& ops, const 
   };
   // More pieces must gain a share of the time: below it the estimate cannot tell them apart,
   // and each piece costs simulation time, at an inner node times every piece below it.
-  const double more_pieces = budget.fanout == 1 ? 0.02 : 0.10;
+  const double more_pieces = budget.fanout == 1 ? 0.02 : 0.05;
   auto better = [&](const std::vector<int64_t>& t) {
     if (t == best || !legal(t)) return false;
     const double gain = pieces(t) > pieces(best) ? more_pieces : 1e-9;
