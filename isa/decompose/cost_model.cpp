@@ -69,12 +69,9 @@ std::vector<uint32_t> reused_inputs(const OpTable& ops, const Program& program) 
   std::vector<uint32_t> out(in.size(), 0);
   auto writes_over = [&](size_t k, const TensorRef& v) {
     const OpDef& op = ops.get(in[k].opcode);
-    const auto span = v.byte_span();
-    for (size_t o = 0; o < op.operands.size(); ++o) {
-      if (op.operands[o].role != OperandRole::out) continue;
-      const auto w = in[k].operands[o].byte_span();
-      if (w.first < span.second && span.first < w.second) return true;
-    }
+    for (size_t o = 0; o < op.operands.size(); ++o)
+      if (op.operands[o].role == OperandRole::out && views_overlap(in[k].operands[o], v))
+        return true;
     return false;
   };
   for (size_t i = 0; i < in.size(); ++i) {

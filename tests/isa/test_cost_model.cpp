@@ -136,16 +136,27 @@ TEST_CASE("an input is reused when a later instruction reads its exact view befo
                   D = make_tensor(768, DType::f32, {1, 8, 8}),
                   E = make_tensor(1024, DType::f32, {1, 8, 8});
   const TensorRef B6 = make_tensor(256, DType::f32, {1, 1, 1, 1, 8, 8});
+  // The left and right halves of T[1,8,16]: their rows interleave, so their byte spans meet,
+  // but they share no byte.
+  const TensorRef T = make_tensor(2048, DType::f32, {1, 8, 16});
+  const TensorRef L = T.slice(2, 0, 8), R = T.slice(2, 8, 8);
+  const TensorRef G = make_tensor(4096, DType::f32, {1, 8, 8}),
+                  K = make_tensor(5120, DType::f32, {1, 8, 8});
   Program p;
   p.instructions = {
       // B is read again by the next one: bit 1. A is read again only as a part (3): no bit.
       Instruction{mm, {A, B, C}, {0}},
       // B's next reader (3) comes after 2 writes over it; C is read by nobody later.
       Instruction{mm, {C, B, D}, {0}},
-      // Its output overlaps its inputs: nothing of them survives it.
+      // Its output overlaps its inputs: nothing of them survives it (4 reads B6 again).
       Instruction{add, {B6, B6, B6}, {0}},
-      Instruction{mm, {make_tensor(0, DType::f32, {1, 4, 8}), B, E}, {0}}};
-  CHECK(reused_inputs(ops, p) == std::vector<uint32_t>{2, 0, 0, 0});
+      Instruction{mm, {make_tensor(0, DType::f32, {1, 4, 8}), B, E}, {0}},
+      Instruction{add, {B6, B6, make_tensor(4352, DType::f32, {1, 1, 1, 1, 8, 8})}, {0}},
+      // L and G are both read again by 7: bits 0 and 1; 6 writes only the right half of T.
+      Instruction{mm, {L, G, make_tensor(4608, DType::f32, {1, 8, 8})}, {0}},
+      Instruction{mm, {K, K, R}, {0}},
+      Instruction{mm, {L, G, make_tensor(4864, DType::f32, {1, 8, 8})}, {0}}};
+  CHECK(reused_inputs(ops, p) == std::vector<uint32_t>{2, 0, 0, 0, 0, 3, 0, 0});
 }
 
 TEST_CASE("under the root, a static input read again is not charged its load") {
