@@ -112,6 +112,7 @@ SequenceStep parse_step(const OpDef& op, YamlMap& m, const OpTable& table, const
       if (op.dim_index(dim) < 0)
         throw fail_at(over.node(), fmt::format("repeat over '{}', which is not a dim", dim));
       step.loops.emplace_back(var, dim);
+      step.loop_vars.emplace_back(var_id(var), var_id(dim));
       loop_vars.push_back(var);
     }
     over.finish();
@@ -167,6 +168,21 @@ SequenceStep parse_step(const OpDef& op, YamlMap& m, const OpTable& table, const
         throw fail_at(
             vn, fmt::format("operand {}: the view of {} drops its dim {}", po.name, v.tensor, d));
     }
+    v.tensor_index = op.operand_index(v.tensor);
+    if (v.tensor_index < 0)
+      for (size_t t = 0; t < op.temporaries.size(); ++t)
+        if (op.temporaries[t].name == v.tensor)
+          v.tensor_index = static_cast<int>(op.operands.size() + t);
+    for (const std::string& ax : v.axes) {
+      const auto it = std::find(dims->begin(), dims->end(), ax);
+      v.axis_of.push_back(ax == "1"           ? ViewDef::kOne
+                          : it == dims->end() ? ViewDef::kBroadcast
+                                              : static_cast<int>(it - dims->begin()));
+      v.axis_var.push_back(ax == "1" ? -1 : var_id(ax));
+    }
+    for (const auto& f : v.fixed)
+      v.fixed_axis.push_back(
+          static_cast<int>(std::find(dims->begin(), dims->end(), f.first) - dims->begin()));
     step.operands.push_back(v);
   }
   for (const AttrDef& pa : prim->attributes) {
@@ -193,6 +209,7 @@ SequenceStep parse_step(const OpDef& op, YamlMap& m, const OpTable& table, const
                                               "attribute of {}",
                                               pa.name, text, op.name));
           sa.name = text;
+          sa.var = var_id(text);
         }
       } else {
         sa.value = Expr::parse(text == "true" ? "1" : text == "false" ? "0" : text, where);
@@ -227,6 +244,7 @@ void parse_sequence(OpDef& op, YamlMap& m, const OpTable& table) {
                                     "declared under dims",
                                     t.name, d.Scalar()));
         t.dims.push_back(d.Scalar());
+        t.dim_vars.push_back(var_id(d.Scalar()));
       }
       const std::string dt = tm.get_string("dtype", "f32");
       auto parsed = parse_dtype(dt);
@@ -256,7 +274,8 @@ uint64_t temporaries_bytes(const OpDef& op, const Instruction& instr) {
 
 Expansion expand_sequence(const OpDef& op, const Instruction& instr) {
   Expansion x;
-  std::map<std::string, int64_t> vars = bind_dims(op, instr, op.name);
+  Vars vars;
+  bind_vars(op, instr, vars);
   uint64_t at = 0;
   for (const TensorRef& t : instr.operands) {
     x.operands.push_back(t.packed_at(at));
@@ -264,23 +283,14 @@ Expansion expand_sequence(const OpDef& op, const Instruction& instr) {
   }
   for (const TemporaryDef& t : op.temporaries) {
     Shape s;
-    for (const std::string& d : t.dims) s.push_back(vars.at(d));
+    for (int d : t.dim_vars) s.push_back(vars.at(d));
     x.temporaries.push_back(make_tensor(at, t.dtype, s));
     at = align_up(at + x.temporaries.back().stored_bytes(), kTileAlign);
   }
   x.arena_bytes = at;
-  auto base = [&](const std::string& name, const std::vector<std::string>** dims) {
-    for (size_t o = 0; o < op.operands.size(); ++o)
-      if (op.operands[o].name == name) {
-        *dims = &op.operands[o].dims;
-        return x.operands[o];
-      }
-    for (size_t t = 0; t < op.temporaries.size(); ++t)
-      if (op.temporaries[t].name == name) {
-        *dims = &op.temporaries[t].dims;
-        return x.temporaries[t];
-      }
-    throw InternalError("unknown tensor " + name);
+  auto base = [&](int index) -> const TensorRef& {
+    const size_t i = static_cast<size_t>(index);
+    return i < x.operands.size() ? x.operands[i] : x.temporaries.at(i - x.operands.size());
   };
   std::function<void(const std::vector<SequenceStep>&)> expand =
       [&](const std::vector<SequenceStep>& steps) {
@@ -288,10 +298,10 @@ Expansion expand_sequence(const OpDef& op, const Instruction& instr) {
           if (!step.when.text().empty() && step.when.eval(vars) == 0) continue;
           if (!step.prim) {
             std::function<void(size_t)> loop = [&](size_t l) {
-              if (l == step.loops.size()) return expand(step.body);
-              const auto& [var, dim] = step.loops[l];
+              if (l == step.loop_vars.size()) return expand(step.body);
+              const auto [var, dim] = step.loop_vars[l];
               for (int64_t i = 0; i < vars.at(dim); ++i) {
-                vars[var] = i;
+                vars.set(var, i);
                 loop(l + 1);
               }
               vars.erase(var);
@@ -303,28 +313,27 @@ Expansion expand_sequence(const OpDef& op, const Instruction& instr) {
           in.opcode = step.prim->opcode;
           bool inside = true;
           for (const ViewDef& v : step.operands) {
-            const std::vector<std::string>* dims = nullptr;
-            const TensorRef t = base(v.tensor, &dims);
+            const TensorRef& t = base(v.tensor_index);
             TensorRef view;
             view.address = t.address;
             view.dtype = t.dtype;
-            for (const auto& [dim, index] : v.fixed) {
-              const size_t a = std::find(dims->begin(), dims->end(), dim) - dims->begin();
-              const int64_t i = index.eval(vars);
+            for (size_t f = 0; f < v.fixed.size(); ++f) {
+              const size_t a = static_cast<size_t>(v.fixed_axis[f]);
+              const int64_t i = v.fixed[f].second.eval(vars);
               inside = inside && i >= 0 && i < t.shape[a];
               view.address += static_cast<uint64_t>(i * t.strides[a]) * dtype_size(t.dtype);
             }
-            for (const std::string& ax : v.axes) {
-              auto it = std::find(dims->begin(), dims->end(), ax);
-              if (ax == "1") {
+            for (size_t a = 0; a < v.axis_of.size(); ++a) {
+              const int own = v.axis_of[a];
+              if (own == ViewDef::kOne) {
                 view.shape.push_back(1);
                 view.strides.push_back(0);
-              } else if (it == dims->end()) {  // broadcast along a dim the tensor lacks
-                view.shape.push_back(vars.at(ax));
+              } else if (own == ViewDef::kBroadcast) {  // a dim the tensor lacks
+                view.shape.push_back(vars.at(v.axis_var[a]));
                 view.strides.push_back(0);
               } else {
-                view.shape.push_back(t.shape[it - dims->begin()]);
-                view.strides.push_back(t.strides[it - dims->begin()]);
+                view.shape.push_back(t.shape[own]);
+                view.strides.push_back(t.strides[own]);
               }
             }
             in.operands.push_back(view);
@@ -334,7 +343,7 @@ Expansion expand_sequence(const OpDef& op, const Instruction& instr) {
             const StepAttr& sa = step.attrs[a];
             if (step.prim->attributes[a].type == AttrType::real)
               in.attrs.push_back(
-                  real_to_attr(sa.name.empty() ? sa.real : attr_to_real(vars.at(sa.name))));
+                  real_to_attr(sa.name.empty() ? sa.real : attr_to_real(vars.at(sa.var))));
             else
               in.attrs.push_back(sa.value.eval(vars));
           }

@@ -486,6 +486,11 @@ void OpTable::add_yaml(const std::string& text, const std::string& file) {
     o.dim_ids.clear();
     for (const std::string& d : o.dims) o.dim_ids.push_back(op.dim_index(d));
   }
+  for (DimDef& d : op.dims) {
+    d.var = var_id(d.name);
+    d.extent_attr_index = d.extent_attr.empty() ? -1 : op.attr_index(d.extent_attr);
+  }
+  for (AttrDef& a : op.attributes) a.var = var_id(a.name);
   ops_.push_back(std::move(op));
 }
 

@@ -78,6 +78,10 @@ struct DimDef {
   // no limit.
   std::string integer_attr;
   std::vector<std::string> integer_values;
+  // Set when the op is added: var_id(name), and extent_attr as an index into OpDef::attributes
+  // (-1: none).
+  int var = -1;
+  int extent_attr_index = -1;
 };
 
 enum class OperandRole { in, out };
@@ -106,6 +110,7 @@ struct AttrDef {
   std::vector<std::string> float_only;  // enumeration values defined for f32 operands only
   int64_t min = INT64_MIN, max = INT64_MAX;  // integer: the allowed range (YAML min:, max:)
   std::string doc;
+  int var = -1;  // var_id(name), set when the op is added
 
   // Whether `v` is a value of this attribute (the encoding of a real: not NaN).
   bool accepts(int64_t v) const;
@@ -124,12 +129,20 @@ struct ViewDef {
   // Tensor dims held at one index instead of being viewed: `in[N,C,H | D = od + kd]`. A step
   // whose index falls outside the dim is skipped (the zero padding of a convolution).
   std::vector<std::pair<std::string, Expr>> fixed;
+  // The same by index, set when the step is parsed: the tensor (an operand's index, or the
+  // number of operands plus a temporary's), per axis the tensor's own axis (kOne: a 1,
+  // kBroadcast: the dim whose var_id is axis_var, which the tensor lacks), per fixed entry the
+  // tensor's axis.
+  static constexpr int kOne = -1, kBroadcast = -2;
+  int tensor_index = -1;
+  std::vector<int> axis_of, axis_var, fixed_axis;
 };
 
 struct StepAttr {
   Expr value;        // int and bool attributes: a formula over the extension's dims and attributes
   std::string name;  // real attributes: the extension attribute that gives the value ("" = literal)
   double real = 0;   // real literal
+  int var = -1;      // var_id(name)
 };
 
 struct OpDef;
@@ -142,6 +155,7 @@ struct SequenceStep {
   // A repeat block: `body` runs for every value of each loop variable in [0, extent of its dim),
   // the first variable outermost.
   std::vector<std::pair<std::string, std::string>> loops;  // variable, dim
+  std::vector<std::pair<int, int>> loop_vars;              // their var_ids
   std::vector<SequenceStep> body;
   int line = 0;
 };
@@ -150,6 +164,7 @@ struct TemporaryDef {
   std::string name;
   std::vector<std::string> dims;
   DType dtype = DType::f32;
+  std::vector<int> dim_vars;  // var_id of each dim
 };
 
 // A dtype row that holds only for some values of an enum attribute:

@@ -132,6 +132,17 @@ std::map<std::string, int64_t> bind_dims(const OpDef& op, const Instruction& ins
   return dims;
 }
 
+void bind_vars(const OpDef& op, const Instruction& instr, Vars& vars) {
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    const std::vector<int>& ids = op.operands[i].dim_ids;
+    for (size_t d = 0; d < ids.size(); ++d)
+      vars.set(op.dims[ids[d]].var, instr.operands[i].shape[d]);
+  }
+  for (size_t a = 0; a < op.attributes.size(); ++a) vars.set(op.attributes[a].var, instr.attrs[a]);
+  for (const DimDef& d : op.dims)
+    if (d.extent_attr_index >= 0) vars.set(d.var, instr.attrs[d.extent_attr_index]);
+}
+
 std::string instruction_str(const OpDef& op, const Instruction& instr) {
   std::string s = op.name;
   for (size_t k = 0; k < instr.operands.size() && k < op.operands.size(); ++k)

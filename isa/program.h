@@ -79,6 +79,9 @@ std::string_view symbol_role_name(SymbolRole r);
 // dim. The returned map also holds the attribute values by name (for work formulas).
 std::map<std::string, int64_t> bind_dims(const OpDef& op, const Instruction& instr,
                                          const std::string& where);
+// The same values into `vars` by id, without the checks: for an instruction that passed them
+// and the pieces cut from it (the hot paths: leaf cycles, extension steps).
+void bind_vars(const OpDef& op, const Instruction& instr, Vars& vars);
 
 // The name of instruction `i`: its entry in instruction_names, or "#i" (its index) when it has
 // none, so that a program without names (a hand-written .fasm) still names every instruction.

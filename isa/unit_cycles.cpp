@@ -1,26 +1,62 @@
 #include "isa/unit_cycles.h"
 
+#include <array>
+
 #include "isa/decompose/piece.h"
 #include "isa/error.h"
 #include "isa/extension.h"
 
 namespace fracsim::isa {
 
-std::map<std::string, int64_t> LeafParams::values(DType dtype) const {
-  const auto& m = matrix[static_cast<size_t>(dtype)];
-  return {{"rows", m[0]}, {"cols", m[1]}, {"lanes", lanes}, {"width", width}};
+namespace {
+
+// The parameters' names, in the order parameter_values() gives their values.
+constexpr std::array<const char*, 4> kParameters = {"rows", "cols", "lanes", "width"};
+
+std::array<int64_t, 4> parameter_values(const LeafParams& p, DType dtype) {
+  const auto& m = p.matrix[static_cast<size_t>(dtype)];
+  return {m[0], m[1], p.lanes, p.width};
 }
 
-uint64_t unit_cycles(const OpDef& op, const Instruction& instr,
-                     const std::map<std::string, int64_t>& params) {
-  std::map<std::string, int64_t> vars = bind_dims(op, instr, op.name);
-  int64_t elements = 1;
-  for (int64_t e : dim_extents(op, instr)) elements *= e;
-  if (elements == 0) return 0;  // an empty piece takes no time
-  vars.insert(params.begin(), params.end());
+}  // namespace
+
+std::map<std::string, int64_t> LeafParams::values(DType dtype) const {
+  const std::array<int64_t, 4> v = parameter_values(*this, dtype);
+  std::map<std::string, int64_t> out;
+  for (size_t i = 0; i < kParameters.size(); ++i) out.emplace(kParameters[i], v[i]);
+  return out;
+}
+
+void LeafParams::bind(DType dtype, Vars& vars) const {
+  static const std::array<int, 4> ids = [] {
+    std::array<int, 4> a{};
+    for (size_t i = 0; i < kParameters.size(); ++i) a[i] = var_id(kParameters[i]);
+    return a;
+  }();
+  const std::array<int64_t, 4> v = parameter_values(*this, dtype);
+  for (size_t i = 0; i < ids.size(); ++i) vars.set(ids[i], v[i]);
+}
+
+namespace {
+
+// `op`'s cycles formula with the unit's parameters already in `vars`.
+uint64_t formula_cycles(const OpDef& op, const Instruction& instr, Vars& vars) {
+  for (int64_t e : dim_extents(op, instr))
+    if (e == 0) return 0;  // an empty piece takes no time
+  bind_vars(op, instr, vars);
   const int64_t c = op.cycles.eval(vars);
   FRACSIM_ASSERT(c >= 0, "op {}: cycles formula gave {}", op.name, c);
   return static_cast<uint64_t>(c);
+}
+
+}  // namespace
+
+uint64_t unit_cycles(const OpDef& op, const Instruction& instr,
+                     const std::map<std::string, int64_t>& params) {
+  bind_dims(op, instr, op.name);  // its checks
+  Vars vars;
+  for (const auto& [name, value] : params) vars.set(var_id(name), value);
+  return formula_cycles(op, instr, vars);
 }
 
 uint64_t leaf_cycles(const OpDef& op, const Instruction& instr, const LeafParams& leaf) {
@@ -32,7 +68,9 @@ uint64_t leaf_cycles(const OpDef& op, const Instruction& instr, const LeafParams
     return total;
   }
   const DType dtype = instr.operands.empty() ? DType::f32 : instr.operands[0].dtype;
-  return unit_cycles(op, instr, leaf.values(dtype));
+  Vars vars;
+  leaf.bind(dtype, vars);
+  return formula_cycles(op, instr, vars);
 }
 
 }  // namespace fracsim::isa

@@ -22,6 +22,8 @@ struct LeafParams {
 
   // The formula variables for an instruction whose first operand has `dtype`.
   std::map<std::string, int64_t> values(DType dtype) const;
+  // The same, into `vars` by id.
+  void bind(DType dtype, Vars& vars) const;
 };
 
 // `op`'s cycles formula over `instr`'s dims and attributes and `params`; 0 for an empty

@@ -12,8 +12,7 @@ std::vector<int64_t> dim_extents(const OpDef& op, const Instruction& instr) {
     for (size_t a = 0; a < op.operands[o].dims.size(); ++a)
       ext[op.operands[o].dim_ids[a]] = instr.operands[o].shape[a];
   for (size_t d = 0; d < op.dims.size(); ++d)
-    if (!op.dims[d].extent_attr.empty())
-      ext[d] = instr.attrs[op.attr_index(op.dims[d].extent_attr)];
+    if (op.dims[d].extent_attr_index >= 0) ext[d] = instr.attrs[op.dims[d].extent_attr_index];
   return ext;
 }
 

@@ -25,6 +25,22 @@ TEST_CASE("the built-in ops load with their dims, operands and formulas") {
   CHECK(t.find(uint16_t{3})->name == "activation");
 }
 
+TEST_CASE("a formula gives the same value over names and over ids, every function included") {
+  const Expr e =
+      Expr::parse("cdiv(M, 3) * max(N, 2) + min(K, 4) - eq(K, 9) + clog2(M) / 2", "test");
+  Vars vars;
+  vars.set(var_id("M"), 10);
+  vars.set(var_id("N"), 1);
+  vars.set(var_id("K"), 9);
+  // cdiv(10, 3) = 4, max(1, 2) = 2, min(9, 4) = 4, eq = 1, clog2(10) = 4: 8 + 4 - 1 + 2
+  CHECK(e.eval(vars) == 13);
+  CHECK(e.eval({{"M", 10}, {"N", 1}, {"K", 9}}) == 13);
+  CHECK(var_id("M") == var_id(std::string("M")));
+  CHECK(var_name(var_id("K")) == "K");
+  vars.erase(var_id("N"));
+  CHECK_THROWS_WITH_AS(e.eval(vars), "formula name 'N' unbound", InternalError);
+}
+
 TEST_CASE("a fused epilogue's bias and residual are read by the epilogue only") {
   const OpTable& t = OpTable::builtin();
   auto only = [&](const char* op, const char* operand) {
