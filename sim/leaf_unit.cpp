@@ -6,6 +6,7 @@
 #include "isa/decompose/piece.h"
 #include "isa/error.h"
 #include "isa/extension.h"
+#include "isa/key_map.h"
 
 namespace fracsim::sim {
 namespace {
@@ -39,7 +40,7 @@ class ModelLeafUnit : public LeafUnit {
 
  private:
   isa::LeafParams params_;
-  std::map<std::vector<int64_t>, uint64_t> priced_;  // piece key -> cycles
+  isa::KeyMap<uint64_t> priced_;  // piece key -> cycles
 };
 
 std::map<std::string, LeafUnitFactory>& registry() {

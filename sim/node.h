@@ -38,6 +38,7 @@
 #include "isa/decompose/localize.h"
 #include "isa/decompose/parallel.h"
 #include "isa/extension.h"
+#include "isa/key_map.h"
 #include "isa/reference.h"
 #include "sim/dma_engine.h"
 #include "sim/instruction_plan.h"
@@ -128,8 +129,7 @@ struct RunContext {
   std::vector<std::set<Node*, ByPort>> pools;
   // Plans made so far, per level and congruence key, with the instruction each was made for:
   // a congruent instruction's plan is a translation of it.
-  std::vector<std::map<std::vector<int64_t>,
-                       std::pair<isa::Instruction, std::shared_ptr<const InstructionPlan>>>>
+  std::vector<isa::KeyMap<std::pair<isa::Instruction, std::shared_ptr<const InstructionPlan>>>>
       plans;
   Progress done;
   // Per-layer tallies (RunResult::layers) and the root's instruction spans.
@@ -137,7 +137,7 @@ struct RunContext {
   std::vector<InstructionSpan> spans;
   size_t started = 0;  // program instructions the root has begun decoding
   // Leaf work of each distinct piece (op, attributes, dtypes, shapes decide it).
-  std::map<std::vector<int64_t>, std::vector<isa::UnitWork>> unit_work;
+  isa::KeyMap<std::vector<isa::UnitWork>> unit_work;
   std::exception_ptr error;  // the first error raised inside a process; the run stops on it
 };
 

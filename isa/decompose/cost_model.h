@@ -10,11 +10,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
-#include <boost/container_hash/hash.hpp>
-
+#include "isa/key_map.h"
 #include "isa/op_def.h"
 #include "isa/program.h"
 #include "isa/unit_cycles.h"
@@ -125,15 +123,9 @@ class CostModel {
 
   Policy policy_;
   std::vector<LevelCost> levels_;
-  // Keyed by shape_key (node and tiling estimates by planning_key): the hash picks the bucket,
-  // the whole key decides.
-  struct KeyHash {
-    size_t operator()(const std::vector<int64_t>& k) const {
-      return boost::hash_range(k.begin(), k.end());
-    }
-  };
+  // Keyed by shape_key (node and tiling estimates by planning_key).
   template <typename V>
-  using Cache = std::unordered_map<std::vector<int64_t>, V, KeyHash>;
+  using Cache = KeyMap<V>;
   mutable std::vector<Cache<double>> node_cache_, quick_cache_, execute_cache_, tiling_cache_;
   mutable std::vector<Cache<std::vector<int64_t>>> parts_cache_;
   std::optional<PinnedDecision> pinned_;
