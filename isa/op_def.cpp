@@ -485,10 +485,24 @@ void OpTable::add_yaml(const std::string& text, const std::string& file) {
   for (OperandDef& o : op.operands) {
     o.dim_ids.clear();
     for (const std::string& d : o.dims) o.dim_ids.push_back(op.dim_index(d));
+    o.read_if_index = op.attr_index(o.read_if);
   }
   for (DimDef& d : op.dims) {
     d.var = var_id(d.name);
-    d.extent_attr_index = d.extent_attr.empty() ? -1 : op.attr_index(d.extent_attr);
+    d.accumulate_index = op.attr_index(d.accumulate_attr);
+    d.final_index = op.attr_index(d.final_attr);
+    d.offset_index = op.attr_index(d.offset_attr);
+    d.offset_scale_index = op.attr_index(d.offset_scale);
+    d.after_index = op.attr_index(d.after_attr);
+    d.extent_attr_index = op.attr_index(d.extent_attr);
+    WindowDef& w = d.window;
+    for (WindowTerm* t : {&w.kernel, &w.stride, &w.dilation}) {
+      t->dim = t->name.empty() ? -1 : op.dim_index(t->name);
+      t->attr = t->name.empty() ? -1 : op.attr_index(t->name);
+    }
+    w.of_index = op.dim_index(w.of);
+    w.pad_begin_index = op.attr_index(w.pad_begin);
+    w.pad_end_index = op.attr_index(w.pad_end);
   }
   for (AttrDef& a : op.attributes) a.var = var_id(a.name);
   ops_.push_back(std::move(op));

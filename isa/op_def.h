@@ -32,12 +32,14 @@ enum class DimKind { parallel, reduce, window, whole };
 struct WindowTerm {
   std::string name;   // empty for a literal
   int64_t value = 0;  // the literal
+  int dim = -1, attr = -1;  // the name as an index into OpDef::dims or ::attributes
 };
 
 struct WindowDef {
   std::string of;  // the output dim it follows
   WindowTerm kernel, stride, dilation;
   std::string pad_begin, pad_end;  // int attributes, adjusted per piece
+  int of_index = -1, pad_begin_index = -1, pad_end_index = -1;  // as indices
 };
 
 struct DimDef {
@@ -78,10 +80,11 @@ struct DimDef {
   // no limit.
   std::string integer_attr;
   std::vector<std::string> integer_values;
-  // Set when the op is added: var_id(name), and extent_attr as an index into OpDef::attributes
-  // (-1: none).
+  // Set when the op is added: var_id(name), and the attributes named above as indices into
+  // OpDef::attributes (-1: none).
   int var = -1;
-  int extent_attr_index = -1;
+  int accumulate_index = -1, final_index = -1, offset_index = -1, offset_scale_index = -1,
+      after_index = -1, extent_attr_index = -1;
 };
 
 enum class OperandRole { in, out };
@@ -94,6 +97,7 @@ struct OperandDef {
   // (a fused epilogue's) is read only then.
   std::string read_if;
   std::vector<int> dim_ids;  // dims[a] as an index into OpDef::dims (set when the op is added)
+  int read_if_index = -1;    // read_if as an index into OpDef::attributes (set then too)
 };
 
 // Attribute values are stored as int64: bool 0/1, an enum's index, or a real's IEEE double bits.

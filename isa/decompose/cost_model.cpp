@@ -267,7 +267,7 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
     Instruction later = piece;
     for (const OperandDef& od : op.operands)
       if (od.role == OperandRole::out && !od.read_if.empty())
-        if (const int a = op.attr_index(od.read_if); a >= 0) later.attrs[a] = 1;
+        if (od.read_if_index >= 0) later.attrs[od.read_if_index] = 1;
     ex_acc = execute_cycles(l, op, ops, later, true);
   }
   const double t = total(ex, ex_acc);

@@ -9,7 +9,7 @@ uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 bool operand_is_read(const OpDef& op, const Instruction& instr, size_t o) {
   const OperandDef& od = op.operands[o];
   if (od.read_if.empty()) return od.role == OperandRole::in;
-  return instr.attrs[op.attr_index(od.read_if)] != 0;
+  return instr.attrs[od.read_if_index] != 0;
 }
 
 LocalPiece localize(const OpDef& op, const Instruction& piece, uint64_t base) {

@@ -108,8 +108,7 @@ Instruction self_combine(const OpDef& op, const Instruction& instr,
   for (size_t o = 0; o < op.operands.size(); ++o)
     if (op.operands[o].role == OperandRole::in) in.operands[o] = partials.at(next++);
   for (const DimDef& d : op.dims)
-    if (d.kind == DimKind::reduce && d.combine == "self")
-      in.attrs[op.attr_index(d.accumulate_attr)] = 1;
+    if (d.kind == DimKind::reduce && d.combine == "self") in.attrs[d.accumulate_index] = 1;
   return in;
 }
 
@@ -178,11 +177,11 @@ ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& i
       // slice_instruction set accumulate for pieces past 0; across children the partials are
       // combined by the LFU instead, so only child 0 keeps the instruction's own flag.
       const DimDef& dd = op.dims[reduce_dim];
-      if (!dd.accumulate_attr.empty())
-        child.attrs[op.attr_index(dd.accumulate_attr)] =
-            idx[reduce_dim] == 0 ? instr.attrs[op.attr_index(dd.accumulate_attr)] : 0;
+      if (dd.accumulate_index >= 0)
+        child.attrs[dd.accumulate_index] =
+            idx[reduce_dim] == 0 ? instr.attrs[dd.accumulate_index] : 0;
       // No child holds the whole sum: the final step waits for the LFU (below).
-      if (!dd.final_attr.empty()) child.attrs[op.attr_index(dd.final_attr)] = 0;
+      if (dd.final_index >= 0) child.attrs[dd.final_index] = 0;
       // Merge: every child sorts its own slice of the output; the runs are merged below.
       if (idx[reduce_dim] > 0 && combine != "merge") {
         std::vector<TensorRef> partials;
@@ -211,12 +210,12 @@ ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& i
     // The op's final step on the combined sum: the op over an empty range of the reduce dim,
     // accumulating onto the output, adds nothing and then runs what `final` guards.
     const DimDef& dd = op.dims[reduce_dim];
-    if (!dd.final_attr.empty() && instr.attrs[op.attr_index(dd.final_attr)] != 0) {
+    if (dd.final_index >= 0 && instr.attrs[dd.final_index] != 0) {
       PieceRange r{std::vector<int64_t>(ext.size(), 0), ext};
       r.len[reduce_dim] = 0;
       Instruction fin = slice_instruction(op, instr, r);
-      fin.attrs[op.attr_index(dd.accumulate_attr)] = 1;
-      fin.attrs[op.attr_index(dd.final_attr)] = 1;
+      fin.attrs[dd.accumulate_index] = 1;
+      fin.attrs[dd.final_index] = 1;
       split.reductions.push_back(std::move(fin));
     }
   }

@@ -27,16 +27,15 @@ Instruction slice_instruction(const OpDef& op, const Instruction& instr, const P
     const WindowDef& w = op.dims[d].window;
     auto term = [&](const WindowTerm& t) {
       if (t.name.empty()) return t.value;
-      int di = op.dim_index(t.name);
-      return di >= 0 ? ext[di] : instr.attrs[op.attr_index(t.name)];
+      return t.dim >= 0 ? ext[t.dim] : instr.attrs[t.attr];
     };
     // The piece's taps: a range of the kernel dim, or the whole kernel.
-    const int kd = w.kernel.name.empty() ? -1 : op.dim_index(w.kernel.name);
+    const int kd = w.kernel.dim;
     const int64_t t0 = kd >= 0 ? r.begin[kd] : 0;
     const int64_t K = kd >= 0 ? r.len[kd] : term(w.kernel);
     const int64_t st = term(w.stride), dil = term(w.dilation);
-    const int pb_attr = op.attr_index(w.pad_begin), pe_attr = op.attr_index(w.pad_end);
-    const int of = op.dim_index(w.of);
+    const int pb_attr = w.pad_begin_index, pe_attr = w.pad_end_index;
+    const int of = w.of_index;
     const int64_t b = r.begin[of], l = r.len[of];
     if (l == 0) {
       r.begin[d] = 0;
@@ -63,18 +62,16 @@ Instruction slice_instruction(const OpDef& op, const Instruction& instr, const P
     }
   for (size_t d = 0; d < op.dims.size(); ++d) {
     const DimDef& dd = op.dims[d];
-    if (dd.kind == DimKind::reduce && !dd.accumulate_attr.empty() && r.begin[d] > 0)
-      out.attrs[op.attr_index(dd.accumulate_attr)] = 1;
-    if (dd.kind == DimKind::reduce && !dd.final_attr.empty() && r.begin[d] + r.len[d] < ext[d])
-      out.attrs[op.attr_index(dd.final_attr)] = 0;
-    if (!dd.offset_attr.empty()) {
-      const int64_t scale =
-          dd.offset_scale.empty() ? 1 : instr.attrs[op.attr_index(dd.offset_scale)];
-      out.attrs[op.attr_index(dd.offset_attr)] += r.begin[d] * scale;
+    if (dd.kind == DimKind::reduce && dd.accumulate_index >= 0 && r.begin[d] > 0)
+      out.attrs[dd.accumulate_index] = 1;
+    if (dd.kind == DimKind::reduce && dd.final_index >= 0 && r.begin[d] + r.len[d] < ext[d])
+      out.attrs[dd.final_index] = 0;
+    if (dd.offset_index >= 0) {
+      const int64_t scale = dd.offset_scale_index < 0 ? 1 : instr.attrs[dd.offset_scale_index];
+      out.attrs[dd.offset_index] += r.begin[d] * scale;
     }
-    if (!dd.after_attr.empty())
-      out.attrs[op.attr_index(dd.after_attr)] += ext[d] - r.begin[d] - r.len[d];
-    if (!dd.extent_attr.empty()) out.attrs[op.attr_index(dd.extent_attr)] = r.len[d];
+    if (dd.after_index >= 0) out.attrs[dd.after_index] += ext[d] - r.begin[d] - r.len[d];
+    if (dd.extent_attr_index >= 0) out.attrs[dd.extent_attr_index] = r.len[d];
   }
   return out;
 }

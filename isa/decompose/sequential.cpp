@@ -46,18 +46,17 @@ Instruction worst_case_piece(const OpDef& op, const Instruction& instr,
     const WindowDef& w = op.dims[d].window;
     auto term = [&](const WindowTerm& t) {
       if (t.name.empty()) return t.value;
-      const int di = op.dim_index(t.name);
-      return di >= 0 ? ext[di] : instr.attrs[op.attr_index(t.name)];
+      return t.dim >= 0 ? ext[t.dim] : instr.attrs[t.attr];
     };
-    const int kd = w.kernel.name.empty() ? -1 : op.dim_index(w.kernel.name);
+    const int kd = w.kernel.dim;
     const int64_t taps = kd >= 0 ? len[kd] : term(w.kernel);  // the piece's taps
     const int64_t span = (taps - 1) * term(w.dilation) + 1, st = term(w.stride);
-    const int64_t l = len[op.dim_index(w.of)];
+    const int64_t l = len[w.of_index];
     if (l == 0) continue;
     const int64_t in_len = std::min(ext[d], (l - 1) * st + span);
     const int64_t pads = (l - 1) * st + span - in_len;  // what the input cannot supply
-    p.attrs[op.attr_index(w.pad_begin)] = std::min(pads, span - 1);
-    p.attrs[op.attr_index(w.pad_end)] = pads - std::min(pads, span - 1);
+    p.attrs[w.pad_begin_index] = std::min(pads, span - 1);
+    p.attrs[w.pad_end_index] = pads - std::min(pads, span - 1);
     for (size_t o = 0; o < op.operands.size(); ++o)
       for (size_t a = 0; a < op.operands[o].dims.size(); ++a)
         if (op.operands[o].dims[a] == op.dims[d].name) p.operands[o].shape[a] = in_len;
@@ -108,10 +107,8 @@ bool input_stays_whole(const OpDef& op, const Instruction& instr, const std::vec
                        size_t o) {
   if (op.operands[o].role != OperandRole::in) return false;
   const std::vector<int64_t> ext = dim_extents(op, instr);
-  for (const std::string& d : op.operands[o].dims) {
-    const int di = op.dim_index(d);
+  for (const int di : op.operands[o].dim_ids)
     if (tile[di] < ext[di] || op.dims[di].kind == DimKind::window) return false;
-  }
   // An input the instruction also writes (in place) changes between pieces.
   return !input_meets_output(op, instr, o);
 }
