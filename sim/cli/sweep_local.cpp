@@ -46,13 +46,17 @@ std::vector<std::string> run_arguments(const SweepRun& run, const std::string& o
 }
 
 // Starts `args` with stdout and stderr into `log`; the child dies with this process, so that a
-// killed sweep leaves no run behind it.
+// killed sweep leaves no run behind it. The child runs this process's own executable
+// (/proc/self/exe, args[0] naming it), so that a fracsim rebuilt or replaced on disk while a
+// sweep runs neither changes nor breaks the runs still to come; a child that cannot start says
+// why in `log` and exits 127.
 pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw ConfigError(fmt::format("{}: cannot write ({})", log, std::strerror(errno)));
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  const std::string cannot = fmt::format("fracsim sweep: cannot run {}: ", args[0]);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -60,7 +64,11 @@ pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
     if (::getppid() != parent) ::_exit(127);
     ::dup2(fd, STDOUT_FILENO);
     ::dup2(fd, STDERR_FILENO);
-    ::execv(argv[0], argv.data());
+    ::execv("/proc/self/exe", argv.data());
+    const char* why = std::strerror(errno);
+    if (::write(STDERR_FILENO, cannot.data(), cannot.size()) >= 0 &&
+        ::write(STDERR_FILENO, why, std::strlen(why)) >= 0)
+      (void)!::write(STDERR_FILENO, "\n", 1);
     ::_exit(127);
   }
   ::close(fd);

@@ -98,13 +98,13 @@ std::string write_five_run_spec(const std::string& dir, const std::string& name)
 
 // `fracsim sweep SPEC -j JOBS --out OUT` in the background, its output into `log`.
 pid_t start_sweep(const std::string& spec, const char* jobs, const std::string& out,
-                  const std::string& log) {
+                  const std::string& log, const std::string& binary = FRACSIM_BINARY) {
   const pid_t pid = fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
     freopen(log.c_str(), "w", stderr);
     freopen(log.c_str(), "a", stdout);
-    execl(FRACSIM_BINARY, FRACSIM_BINARY, "sweep", spec.c_str(), "-j", jobs, "--out", out.c_str(),
+    execl(binary.c_str(), binary.c_str(), "sweep", spec.c_str(), "-j", jobs, "--out", out.c_str(),
           static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -263,6 +263,37 @@ TEST_CASE("sweep: a killed sweep keeps its finished runs, the rerun does only th
   std::set<std::string> named;
   for (size_t i = 1; i < rows.size(); ++i) named.insert(fields_of(rows[i])[0]);
   CHECK(named == all);
+}
+
+TEST_CASE("sweep: a fracsim replaced on disk while a sweep runs changes none of its runs") {
+  // An architect rebuilds fracsim while a long sweep runs: the runs still to come run the
+  // sweep's own binary, not the new file (here a script that fails), and not a missing path.
+  const std::string dir = fracsim::testing::temp_dir("fracsim-sweep");
+  const std::string binary = dir + "/fracsim";
+  fs::copy_file(FRACSIM_BINARY, binary);
+  const std::string spec = write_five_run_spec(dir, "rebuilt");
+  const std::string out = dir + "/out";
+  const pid_t pid = start_sweep(spec, "1", out, dir + "/sweep.log", binary);
+  // Replaced as soon as the first run has started (its runs/NAME.partial exists).
+  auto started = [&] {
+    if (!fs::exists(out + "/runs")) return false;
+    for (const auto& e : fs::directory_iterator(out + "/runs"))
+      if (e.path().extension() == ".partial") return true;
+    return false;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!started() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE(started());
+  std::ofstream(dir + "/other") << "#!/bin/sh\nexit 3\n";
+  fs::permissions(dir + "/other", fs::perms::owner_all);
+  fs::rename(dir + "/other", binary);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  INFO(slurp(dir + "/sweep.log"));
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(finished_runs(out).size() == 5);
 }
 
 TEST_CASE("sweep: spec errors name the file, the line and the key") {
