@@ -16,6 +16,12 @@ std::vector<int64_t> dim_extents(const OpDef& op, const Instruction& instr) {
   return ext;
 }
 
+int64_t window_term(const WindowTerm& t, const std::vector<int64_t>& ext,
+                    const Instruction& instr) {
+  if (t.name.empty()) return t.value;
+  return t.dim >= 0 ? ext[t.dim] : instr.attrs[t.attr];
+}
+
 Instruction slice_instruction(const OpDef& op, const Instruction& instr, const PieceRange& range) {
   Instruction out = instr;
   PieceRange r = range;
@@ -25,10 +31,7 @@ Instruction slice_instruction(const OpDef& op, const Instruction& instr, const P
   for (size_t d = 0; d < op.dims.size(); ++d) {
     if (op.dims[d].kind != DimKind::window) continue;
     const WindowDef& w = op.dims[d].window;
-    auto term = [&](const WindowTerm& t) {
-      if (t.name.empty()) return t.value;
-      return t.dim >= 0 ? ext[t.dim] : instr.attrs[t.attr];
-    };
+    auto term = [&](const WindowTerm& t) { return window_term(t, ext, instr); };
     // The piece's taps: a range of the kernel dim, or the whole kernel.
     const int kd = w.kernel.dim;
     const int64_t t0 = kd >= 0 ? r.begin[kd] : 0;

@@ -17,6 +17,10 @@ struct PieceRange {
 // Extents of the op's dims in `instr`, in OpDef dim order.
 std::vector<int64_t> dim_extents(const OpDef& op, const Instruction& instr);
 
+// A window field's value in an instruction whose dims have extents `ext`: its literal, or the
+// dim's extent or the attribute's value it names.
+int64_t window_term(const WindowTerm& t, const std::vector<int64_t>& ext, const Instruction& instr);
+
 // The instruction restricted to `range`. A piece that starts past 0 along a reduce dim with an
 // accumulate attribute gets that attribute set, so that it adds to what earlier pieces wrote.
 // A piece that ends before the end of a reduce dim with a final attribute gets it cleared.

@@ -44,10 +44,7 @@ Instruction worst_case_piece(const OpDef& op, const Instruction& instr,
   for (size_t d = 0; d < op.dims.size(); ++d) {
     if (op.dims[d].kind != DimKind::window) continue;
     const WindowDef& w = op.dims[d].window;
-    auto term = [&](const WindowTerm& t) {
-      if (t.name.empty()) return t.value;
-      return t.dim >= 0 ? ext[t.dim] : instr.attrs[t.attr];
-    };
+    auto term = [&](const WindowTerm& t) { return window_term(t, ext, instr); };
     const int kd = w.kernel.dim;
     const int64_t taps = kd >= 0 ? len[kd] : term(w.kernel);  // the piece's taps
     const int64_t span = (taps - 1) * term(w.dilation) + 1, st = term(w.stride);

@@ -63,6 +63,14 @@ std::set<std::string> finished_runs(const std::string& dir) {
   return out;
 }
 
+// Whether a run of the sweep directory is under way (runs/NAME.partial exists).
+bool run_under_way(const std::string& dir) {
+  if (!fs::exists(dir + "/runs")) return false;
+  for (const auto& e : fs::directory_iterator(dir + "/runs"))
+    if (e.path().extension() == ".partial") return true;
+  return false;
+}
+
 // A spec in a fresh folder; its paths are absolute.
 std::string write_spec(const std::string& dir, const std::string& body) {
   const std::string path = dir + "/sweep.yaml";
@@ -274,17 +282,11 @@ TEST_CASE("sweep: a fracsim replaced on disk while a sweep runs changes none of 
   const std::string spec = write_five_run_spec(dir, "rebuilt");
   const std::string out = dir + "/out";
   const pid_t pid = start_sweep(spec, "1", out, dir + "/sweep.log", binary);
-  // Replaced as soon as the first run has started (its runs/NAME.partial exists).
-  auto started = [&] {
-    if (!fs::exists(out + "/runs")) return false;
-    for (const auto& e : fs::directory_iterator(out + "/runs"))
-      if (e.path().extension() == ".partial") return true;
-    return false;
-  };
+  // Replaced as soon as the first run has started.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!started() && std::chrono::steady_clock::now() < deadline)
+  while (!run_under_way(out) && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  REQUIRE(started());
+  REQUIRE(run_under_way(out));
   std::ofstream(dir + "/other") << "#!/bin/sh\nexit 3\n";
   fs::permissions(dir + "/other", fs::perms::owner_all);
   fs::rename(dir + "/other", binary);
@@ -370,13 +372,8 @@ TEST_CASE("sweep: SIGTERM stops the runs under way and keeps only complete ones,
   const std::string out = dir + "/out";
   const std::string log = dir + "/first.log";
   const pid_t pid = start_sweep(spec, "2", out, log);
-  // One run finished and another under way (runs/NAME.partial).
-  auto under_way = [&] {
-    if (!fs::exists(out + "/runs")) return false;
-    for (const auto& e : fs::directory_iterator(out + "/runs"))
-      if (e.path().extension() == ".partial") return true;
-    return false;
-  };
+  // One run finished and another under way.
+  auto under_way = [&] { return run_under_way(out); };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while ((finished_runs(out).empty() || !under_way()) &&
          std::chrono::steady_clock::now() < deadline)
