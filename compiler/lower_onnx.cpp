@@ -7,7 +7,8 @@
 // - gemm: matmul over a and b (transposes are strided views), then out *= alpha (a scalar
 //   weight seen with stride 0) and out += beta * c (c broadcast).
 // - matmul of rank > 2 or with a rank-1 operand: one matmul instruction per index of the batch
-//   dims before the last one; broadcast batch dims have stride 0.
+//   dims before the last one; broadcast batch dims have stride 0, but for the last ones that
+//   b is broadcast along, folded into M where a and the output allow.
 // - reduce: one reduce instruction: the kept dims first, the reduced ones last, adjacent dims
 //   merged where their strides allow; at most 3 of each remain.
 // - log_softmax: x - max - log(sum(exp(x - max))) along the axis, by primitives (reduce max,
@@ -217,6 +218,27 @@ void GraphLowering::lower_batched_matmul(const Layer& l) {
   };
   View av = broadcast_to(a, with(m, k)), bv = broadcast_to(b, with(k, n));
   View yv = reshaped(y, with(m, n));
+  // A last batch dim along which b is broadcast (stride 0), and along which a and the output
+  // step over whole blocks of M rows, is more rows of one product: fold it into M, so that
+  // the leaves see batch x M rows instead of a product of M rows per batch index (a
+  // sequence-first attention's input projection, [L, 1, E] x [E, 3E], is L products of one
+  // row otherwise). Each output element sums the same terms in the same order.
+  while (!batch.empty()) {
+    const size_t d = batch.size() - 1, rows = d + 1;
+    auto folds = [&](const View& v) {
+      return v.shape[rows] == 1 || v.strides[d] == v.shape[rows] * v.strides[rows];
+    };
+    if (bv.strides[d] != 0 || !folds(av) || !folds(yv)) break;
+    for (View* v : {&av, &yv}) {
+      if (v->shape[rows] == 1) v->strides[rows] = v->strides[d];
+      v->shape[rows] *= v->shape[d];
+    }
+    for (View* v : {&av, &bv, &yv}) {
+      v->shape.erase(v->shape.begin() + static_cast<std::ptrdiff_t>(d));
+      v->strides.erase(v->strides.begin() + static_cast<std::ptrdiff_t>(d));
+    }
+    batch.pop_back();
+  }
   if (batch.size() <= 1) {
     emit("matmul", {av, bv, yv}, {{"accumulate", "0"}});
     return;

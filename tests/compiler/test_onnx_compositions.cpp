@@ -354,3 +354,45 @@ TEST_CASE("Einsum refuses what it cannot do, naming the node") {
         "m.onnx: node 'e' (Einsum): equation 'ijk->i': operand 0 has 3 subscripts for input "
         "'x0' [2,3]");
 }
+
+TEST_CASE(
+    "MatMul: a batch dim the weight is broadcast along folds into M, a batched weight "
+    "keeps it") {
+  // Sequence first, as torchvision's attention projects its input: the tokens [1, 3, 2] seen
+  // [3, 1, 2] through a Transpose, times a weight [2, 4] shared by the 3 tokens.
+  OnnxModelBuilder b(13);
+  b.input("x", kFloat, {1, 3, 2}).input("w", kFloat, {2, 4}).output("y", kFloat, {});
+  set_attr(b.node("Transpose", {"x"}, {"t"}, "seq_first"), "perm", std::vector<int64_t>{1, 0, 2});
+  b.node("MatMul", {"t", "w"}, {"y"}, "proj");
+  const isa::Program p = compile(b, {{"x", tensor(kFloat, {1, 3, 2}, {1, 2, 3, 4, 5, 6})},
+                                     {"w", tensor(kFloat, {2, 4}, {1, 0, 1, 2, 0, 1, 1, -1})}});
+  REQUIRE(op_names(p) == std::vector<std::string>{"matmul"});
+  // One product of 3 rows, not 3 products of one row: a [3, 2] by its token stride (2 floats),
+  // the weight without its batch dim, the output [3, 4] (each under the op's batch dim of 1).
+  const isa::Instruction& mm = p.instructions[0];
+  REQUIRE(mm.operands.size() == 3);
+  CHECK(mm.operands[0].shape == isa::Shape{1, 3, 2});
+  CHECK(mm.operands[0].strides == isa::Shape{0, 2, 1});
+  CHECK(mm.operands[1].shape == isa::Shape{1, 2, 4});
+  CHECK(mm.operands[1].strides == isa::Shape{0, 4, 1});
+  CHECK(mm.operands[2].shape == isa::Shape{1, 3, 4});
+  CHECK(mm.operands[2].strides == isa::Shape{0, 4, 1});
+  // Row i of x times w: [1, 2] -> 1, 2, 3, 0; [3, 4] -> 3, 4, 7, 2; [5, 6] -> 5, 6, 11, 4.
+  CHECK(values<float>(p, isa::run_reference(p, ops()), "y") ==
+        std::vector<float>{1, 2, 3, 0, 3, 4, 7, 2, 5, 6, 11, 4});
+
+  // A weight per batch index: the batch dim stays, one instruction over both.
+  OnnxModelBuilder c(13);
+  c.input("x", kFloat, {2, 1, 2}).input("w", kFloat, {2, 2, 3}).output("y", kFloat, {});
+  c.node("MatMul", {"x", "w"}, {"y"}, "bmm");
+  const isa::Program q =
+      compile(c, {{"x", tensor(kFloat, {2, 1, 2}, {1, 2, -1, 3})},
+                  {"w", tensor(kFloat, {2, 2, 3}, {1, 0, 1, 0, 1, 1, 2, 0, 1, 0, 2, -1})}});
+  REQUIRE(op_names(q) == std::vector<std::string>{"matmul"});
+  CHECK(q.instructions[0].operands[0].shape == isa::Shape{2, 1, 2});
+  CHECK(q.instructions[0].operands[1].shape == isa::Shape{2, 2, 3});
+  CHECK(q.instructions[0].operands[2].shape == isa::Shape{2, 1, 3});
+  // [1, 2] x [[1, 0, 1], [0, 1, 1]] = 1, 2, 3; [-1, 3] x [[2, 0, 1], [0, 2, -1]] = -2, 6, -4.
+  CHECK(values<float>(q, isa::run_reference(q, ops()), "y") ==
+        std::vector<float>{1, 2, 3, -2, 6, -4});
+}

@@ -91,7 +91,7 @@ TEST_CASE("every workload in workloads/ runs in timing mode on f1.yaml and f100.
       // torchvision exports (scripts/export_torchvision): PyTorch's own graphs.
       {"resnet18", {1757491, 820420, 364085, 165486}},
       {"mobilenetv2-tv", {971002, 832156, 459050, 471607}},
-      {"vit-b16", {25506201, 6177811, 12372621, 3443549}},
+      {"vit-b16", {13776612, 4482067, 5430400, 2476910}},
   };
   std::set<std::string> found;
   for (const auto& e : std::filesystem::directory_iterator(kRoot + "/workloads")) {
