@@ -10,13 +10,18 @@ trap 'rm -rf "$D"' EXIT
 line=$(grep -m1 '^\$ scripts/plot_sweep results/scaling/sweep.csv ' results/scaling/README.md) || {
   echo "error: results/scaling/README.md shows no scripts/plot_sweep command"; exit 1; }
 read -ra cmd <<<"${line#\$ }"
+redirected=0
 for i in "${!cmd[@]}"; do
   if [ "${cmd[$i]}" = --out ]; then
     [ "${cmd[$((i + 1))]}" = results/scaling/plots ] || {
       echo "error: the README's command draws into ${cmd[$((i + 1))]}"; exit 1; }
     cmd[$((i + 1))]="$D/plots"
+    redirected=1
   fi
 done
+# Without --out the command would draw over the committed plots and compare them with themselves.
+[ "$redirected" = 1 ] || {
+  echo "error: the README's command names no --out results/scaling/plots"; exit 1; }
 "${cmd[@]}" >/dev/null
 
 committed=$(cd results/scaling/plots && ls | sort)
