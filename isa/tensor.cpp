@@ -1,6 +1,7 @@
 #include "isa/tensor.h"
 
 #include <algorithm>
+#include <functional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -50,8 +51,8 @@ bool views_overlap(const TensorRef& a, const TensorRef& b) {
   if (a.dtype != b.dtype || a.strides != b.strides) return true;
   // A byte of a at offset sum(i_d * s_d) meets one of b at delta + sum(j_d * s_d) when delta =
   // sum(k_d * s_d), k_d = i_d - j_d in [1 - m_d, n_d - 1]; the element's bytes are a dim of
-  // stride 1. Largest stride first: where a stride exceeds the width of what the smaller ones
-  // reach, at most one k_d fits; where none does, the remaining dims are taken as an interval.
+  // stride 1. Largest stride first, each k_d that leaves the rest within what the smaller
+  // strides reach is tried in turn (where a stride exceeds that reach's width, at most one).
   struct Dim {
     int64_t stride, lo, hi;
   };
@@ -65,23 +66,30 @@ bool views_overlap(const TensorRef& a, const TensorRef& b) {
   dims.push_back({1, 1 - es, es - 1});
   std::stable_sort(dims.begin(), dims.end(),
                    [](const Dim& x, const Dim& y) { return x.stride > y.stride; });
-  int64_t delta = static_cast<int64_t>(b.address) - static_cast<int64_t>(a.address);
-  for (size_t d = 0; d < dims.size(); ++d) {
-    int64_t inner_lo = 0, inner_hi = 0;
-    for (size_t e = d + 1; e < dims.size(); ++e) {
-      inner_lo += dims[e].lo * dims[e].stride;
-      inner_hi += dims[e].hi * dims[e].stride;
-    }
+  // reach[d]: the least and most that dims d.. sum to.
+  std::vector<std::pair<int64_t, int64_t>> reach(dims.size() + 1, {0, 0});
+  for (size_t d = dims.size(); d-- > 0;)
+    reach[d] = {reach[d + 1].first + dims[d].lo * dims[d].stride,
+                reach[d + 1].second + dims[d].hi * dims[d].stride};
+  // Past this many partial solutions the views are taken to meet (a hazard waits; it is never
+  // missed).
+  int64_t budget = int64_t{1} << 16;
+  std::function<bool(size_t, int64_t)> solve = [&](size_t d, int64_t delta) {
+    if (d == dims.size()) return delta == 0;
+    if (delta < reach[d].first || delta > reach[d].second) return false;
+    if (--budget < 0) return true;
     const Dim& x = dims[d];
-    if (x.stride <= inner_hi - inner_lo)  // not unique: the rest as one interval
-      return delta >= x.lo * x.stride + inner_lo && delta <= x.hi * x.stride + inner_hi;
-    // The one k with delta - k * stride in [inner_lo, inner_hi], if any.
-    const int64_t num = delta - inner_lo;
-    const int64_t k = num >= 0 ? num / x.stride : -((-num + x.stride - 1) / x.stride);
-    if (k < x.lo || k > x.hi || delta - k * x.stride > inner_hi) return false;
-    delta -= k * x.stride;
-  }
-  return delta == 0;
+    const int64_t in_lo = reach[d + 1].first, in_hi = reach[d + 1].second;
+    // k with delta - k * stride in [in_lo, in_hi]: k in [ceil((delta - in_hi) / s),
+    // floor((delta - in_lo) / s)], within [lo, hi].
+    auto floor_div = [](int64_t n, int64_t s) { return n >= 0 ? n / s : -((-n + s - 1) / s); };
+    const int64_t k_lo = std::max(x.lo, -floor_div(in_hi - delta, x.stride));
+    const int64_t k_hi = std::min(x.hi, floor_div(delta - in_lo, x.stride));
+    for (int64_t k = k_lo; k <= k_hi; ++k)
+      if (solve(d + 1, delta - k * x.stride)) return true;
+    return false;
+  };
+  return solve(0, static_cast<int64_t>(b.address) - static_cast<int64_t>(a.address));
 }
 
 TensorRef TensorRef::slice(int dim, int64_t begin, int64_t len) const {

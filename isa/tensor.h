@@ -44,9 +44,10 @@ struct TensorRef {
   TensorRef packed_at(uint64_t address) const;
 };
 
-// Whether two views share a byte. Exact for views of one dtype and the same strides whose
-// larger strides each exceed what the smaller ones can reach (tiles of one tensor, however
-// strided); otherwise whether their byte spans meet (never false when they share a byte).
+// Whether two views share a byte. Exact for views of one dtype and the same strides (tiles of
+// one tensor, however strided), unless solving for the element offsets between them takes more
+// than 65,536 steps; otherwise true when their byte spans meet. Never false when they share a
+// byte.
 bool views_overlap(const TensorRef& a, const TensorRef& b);
 
 TensorRef make_tensor(uint64_t address, DType dtype, Shape shape);

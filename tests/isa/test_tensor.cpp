@@ -1,4 +1,4 @@
-// views_overlap: whether two views share a byte, exact for tiles of one tensor (the hazard
+// views_overlap: whether two views share a byte, exact for views of equal strides (the hazard
 // check of a node's pieces, sim/node.cpp). Cases worked by hand on a 1024 x 3072 f32 matrix.
 #include <doctest/doctest.h>
 
@@ -50,4 +50,29 @@ TEST_CASE("views_overlap: views of different strides or dtypes fall back to thei
   CHECK(views_overlap(a, TensorRef{384, DType::f32, {10}, {1}}));  // span rule: cols 96..105
   CHECK(views_overlap(a, TensorRef{384, DType::i32, {64, 96}, {3072, 1}}));
   CHECK_FALSE(views_overlap(a, TensorRef{64 * 3072 * 4, DType::f32, {10}, {1}}));
+}
+
+TEST_CASE("views_overlap: rows of an NCHW tensor, whose channels reach past the batch stride") {
+  // Row h of every image and channel of a [2, 64, 7, 7] f32 tensor at 0: the tile a piece
+  // split along H reads and writes. In bytes the batch stride is 12544 and the channel stride
+  // 196, so the channel offsets between two such views, -63 * 196 .. 63 * 196, span more than
+  // one batch stride: which batch offset pairs up cannot be told at once and each is tried.
+  auto row = [](int64_t h) {
+    return TensorRef{static_cast<uint64_t>(h * 7 * 4), DType::f32, {2, 64, 1, 7}, {3136, 49, 7, 1}};
+  };
+  auto element = [](int64_t n, int64_t c, int64_t h, int64_t w) {
+    return TensorRef{static_cast<uint64_t>((n * 3136 + c * 49 + h * 7 + w) * 4),
+                     DType::f32,
+                     {1, 1, 1, 1},
+                     {3136, 49, 7, 1}};
+  };
+  CHECK_FALSE(views_overlap(row(0), row(1)));
+  CHECK_FALSE(views_overlap(row(1), row(0)));
+  CHECK_FALSE(views_overlap(row(2), row(6)));
+  CHECK(views_overlap(row(3), row(3)));
+  // One element: in the second image's row 1 (channel 5, column 3), and beside it in row 2.
+  CHECK(views_overlap(row(1), element(1, 5, 1, 3)));
+  CHECK(views_overlap(element(1, 5, 1, 3), row(1)));
+  CHECK_FALSE(views_overlap(row(1), element(1, 5, 2, 3)));
+  CHECK_FALSE(views_overlap(element(1, 63, 0, 6), row(1)));
 }
