@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "isa/assembly.h"
 #include "isa/error.h"
 #include "isa/reference.h"
 #include "sim/machine.h"
@@ -342,6 +343,45 @@ TEST_CASE("a pipelined link hides no latency of a load that waits for a write-ba
       CHECK(off.memory == on.memory);
     }
   }
+}
+
+TEST_CASE("the rows of an accumulating conv pipeline: no row waits for another's write-back") {
+  // A 1x1 conv over two images, [2,64,7,7] x [64,64] -> [2,64,7,7] f32, that accumulates onto
+  // its output (as a piece of a reduce split above does), on one core of scale/leaves-0256
+  // under `search`: weight and input 41 KiB with the 25 KiB output read and written do not fit
+  // a third of 128 KiB, and the tiling cuts H into 7 one-row pieces, the weight static. Row h's
+  // output tile is [2,64,1,7] (strides 3136, 49, 7, 1): no two rows share a byte, though the
+  // channels of one image reach past the other image's first row, so no piece's load waits for
+  // an earlier piece's write-back (each waited for the row before when that was taken for an
+  // overlap: 4,973 cycles, 2,436 of them hazard stalls).
+  const std::string yaml = R"(machine: core
+root:
+  clock: 1 GHz
+  lfu_throughput: 64
+  memory: {capacity: 1 MiB, bandwidth: 256 GB/s, latency: 2 ns, banks: 8}
+levels:
+  - name: core
+    fanout: 1
+    memory: {capacity: 128 KiB, bandwidth: 256 GB/s, latency: 1 ns, banks: 4}
+    link: {bandwidth: 32 GB/s, latency: 5 ns, pipelined: true}
+    leaf:
+      matrix: {rows: 16, cols: 16}
+      vector: {lanes: 32}
+)";
+  const isa::Program p = isa::assemble(
+      ".program rows\n"
+      ".footprint 90112\n"
+      ".symbol output y f32@0xa400[2,64,7,7:3136,49,7,1]\n"
+      "conv2d in=f32@0x0[2,1,64,7,7:3136,3136,49,7,1] w=f32@0x6400[1,64,64,1,1:4096,64,1,1,1] "
+      "out=f32@0xa400[2,1,64,7,7:3136,3136,49,7,1] stride_h=1 stride_w=1 dilation_h=1 "
+      "dilation_w=1 pad_h0=0 pad_h1=0 pad_w0=0 pad_w1=0 accumulate=1\n",
+      "rows.fasm", isa::OpTable::builtin());
+  const RunResult r =
+      simulate(parse_machine_spec(yaml, "core.yaml"), isa::OpTable::builtin(), p, Mode::timing);
+  CHECK(counter(r, 1, Counter::pieces) == 7);
+  CHECK(counter(r, 1, Counter::hazard_cycles) == 0);
+  CHECK(counter(r, 1, Counter::load_bytes) == 66560);  // 16 KiB weight once, 7 x 7 KiB rows
+  CHECK(r.cycles == 2873);
 }
 
 TEST_CASE("a program larger than the main memory is refused with both sizes") {
