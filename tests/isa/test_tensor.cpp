@@ -76,3 +76,17 @@ TEST_CASE("views_overlap: rows of an NCHW tensor, whose channels reach past the 
   CHECK_FALSE(views_overlap(row(1), element(1, 5, 2, 3)));
   CHECK_FALSE(views_overlap(element(1, 63, 0, 6), row(1)));
 }
+
+TEST_CASE("views_overlap: past its budget of steps it answers that the views meet") {
+  // Every other f32 of a buffer (element stride 2, 8 bytes), as n dims of extent 2 and that one
+  // stride, and the same view 4 bytes on: the odd elements, so no byte is shared. The element
+  // offsets between the two lie in -n .. n along each of the n equal strides, and each dim's
+  // offset can be -1, 0 or 1 with the rest still in reach: 3^n paths before every one fails.
+  auto strided = [](uint64_t address, size_t n) {
+    return TensorRef{address, DType::f32, Shape(n, 2), Shape(n, 2)};
+  };
+  CHECK_FALSE(views_overlap(strided(0, 6), strided(4, 6)));  // 3^6 = 729 paths: exact
+  CHECK(views_overlap(strided(0, 6), strided(8, 6)));        // one element apart: they meet
+  // 3^17 paths exceed the 65,536 steps: taken to meet, as their spans do.
+  CHECK(views_overlap(strided(0, 17), strided(4, 17)));
+}
