@@ -24,6 +24,20 @@ struct Digest {
 
 }  // namespace
 
+TensorPermutationTable::Entry TensorPermutationTable::make_entry(const isa::TensorRef& view,
+                                                                 uint64_t local, uint64_t bytes,
+                                                                 uint64_t last_use) {
+  const auto span = view.byte_span();
+  Digest d;
+  d.add(view.address);
+  d.add(static_cast<uint64_t>(view.dtype));
+  for (int64_t s : view.shape) d.add(static_cast<uint64_t>(s));
+  for (int64_t s : view.strides) d.add(static_cast<uint64_t>(s));
+  d.add(local);
+  d.add(bytes);
+  return Entry{view, span.first, span.second, local, bytes, last_use, d.h};
+}
+
 void TensorPermutationTable::insert_by_local(std::vector<Entry>& table, Entry e) {
   const auto at = std::upper_bound(table.begin(), table.end(), e.local,
                                    [](uint64_t local, const Entry& x) { return local < x.local; });
@@ -185,8 +199,7 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
       table.reserve(table.size() + misses.size());
       for (size_t m = 0; m < misses.size(); ++m) {
         const StaticRequest& rq = requests[uniq[misses[m]]];
-        const auto span = rq.view.byte_span();
-        insert_by_local(table, Entry{rq.view, span.first, span.second, miss_local[m], rq.bytes, 0});
+        insert_by_local(table, make_entry(rq.view, miss_local[m], rq.bytes, 0));
         local[misses[m]] = miss_local[m];
       }
       // Uses in request order: the later a request, the more recently used.
@@ -232,7 +245,7 @@ void TensorPermutationTable::keep(const isa::TensorRef& view, uint64_t local, ui
                              return e.local < local + bytes && local < e.local + e.bytes;
                            }),
             all.end());
-  insert_by_local(all, Entry{view, span.first, span.second, local, bytes, ++clock_});
+  insert_by_local(all, make_entry(view, local, bytes, ++clock_));
 }
 
 int TensorPermutationTable::invalidate(uint64_t begin, uint64_t end) {
@@ -244,28 +257,12 @@ int TensorPermutationTable::invalidate(uint64_t begin, uint64_t end) {
   return static_cast<int>(before - all.size());
 }
 
-std::vector<const TensorPermutationTable::Entry*> TensorPermutationTable::by_use() const {
-  std::vector<const Entry*> order;
-  if (entries_)
-    for (const Entry& e : *entries_) order.push_back(&e);
-  std::sort(order.begin(), order.end(),
-            [](const Entry* a, const Entry* b) { return a->last_use < b->last_use; });
-  return order;
-}
-
 uint64_t TensorPermutationTable::digest() const {
   if (digest_known_) return digest_;
-  const std::vector<const Entry*> order = by_use();
   Digest d;
-  d.add(order.size());
-  for (const Entry* e : order) {
-    d.add(e->view.address);
-    d.add(static_cast<uint64_t>(e->view.dtype));
-    for (int64_t s : e->view.shape) d.add(static_cast<uint64_t>(s));
-    for (int64_t s : e->view.strides) d.add(static_cast<uint64_t>(s));
-    d.add(e->local);
-    d.add(e->bytes);
-  }
+  d.add(size());
+  if (entries_)
+    for (const Entry& e : *entries_) d.add(e.digest);  // in local order
   digest_known_ = true;
   return digest_ = d.h;
 }

@@ -78,9 +78,9 @@ class TensorPermutationTable {
 
   size_t size() const { return entries_ ? entries_->size() : 0; }
   uint64_t capacity() const { return capacity_; }
-  // A digest of the contents up to renaming of use stamps (views, placement, LRU order): equal
-  // tables have equal digests. Folding uses it to pick the nodes that may behave alike;
-  // same_contents() decides.
+  // A digest of the views and their places (not the order of use, which only same_contents()
+  // compares): equal tables have equal digests. Folding uses it to pick the nodes that may
+  // behave alike; same_contents() decides.
   uint64_t digest() const;
   // The same contents up to renaming of use stamps: the same views at the same places, in the
   // same LRU order. What digest() stands for, compared exactly.
@@ -92,7 +92,10 @@ class TensorPermutationTable {
     uint64_t span_begin = 0, span_end = 0;  // the view's bytes in the parent memory
     uint64_t local = 0, bytes = 0;
     uint64_t last_use = 0;
+    uint64_t digest = 0;  // of the view, its place and size: digest()'s term for the entry
   };
+  static Entry make_entry(const isa::TensorRef& view, uint64_t local, uint64_t bytes,
+                          uint64_t last_use);
   // Tries to place the misses and the cyclic range around the current entries and the busy
   // ranges (the cyclic range at `ring` when given).
   bool try_place(const std::vector<uint64_t>& miss_bytes, uint64_t cyclic_bytes,
@@ -105,8 +108,6 @@ class TensorPermutationTable {
                                            const std::vector<std::pair<uint64_t, uint64_t>>& busy,
                                            std::optional<uint64_t> ring);
 
-  // The entries from least to most recently used.
-  std::vector<const Entry*> by_use() const;
   // Entries lie in the order of their local addresses (they never overlap there), so that the
   // free gaps are found in one pass.
   static void insert_by_local(std::vector<Entry>& table, Entry e);

@@ -92,6 +92,35 @@ TEST_CASE("a write to an overlapping span of the parent memory invalidates") {
   CHECK(tpt.place({request(0x1000, 64)}, 0).hit == std::vector<bool>{false});
 }
 
+TEST_CASE("an invalidation after the table changed sees the entries it has now") {
+  TensorPermutationTable tpt(4096);
+  tpt.place({request(0x1000, 64)}, 0);         // span [0x1000,0x1100)
+  CHECK(tpt.invalidate(0x5000, 0x5004) == 0);  // past every entry
+  // An output kept since lies there: the same write now drops it.
+  tpt.keep(request(0x5000, 16).view, 1024, 64);
+  CHECK(tpt.invalidate(0x5000, 0x5004) == 1);
+  CHECK(!tpt.lookup(request(0x5000, 16).view));
+  // Between the entries' spans nothing is dropped; at either end the entry there is.
+  tpt.keep(request(0x5000, 16).view, 1024, 64);  // [0x5000,0x5040)
+  CHECK(tpt.invalidate(0x1100, 0x5000) == 0);
+  CHECK(tpt.invalidate(0x503c, 0x5040) == 1);
+  CHECK(tpt.invalidate(0x0ffc, 0x1001) == 1);
+  CHECK(tpt.size() == 0);
+}
+
+TEST_CASE("tables that differ only in their order of use share a digest, not their contents") {
+  TensorPermutationTable a(1024), b(1024);
+  for (TensorPermutationTable* t : {&a, &b})
+    t->place({request(0x1000, 64), request(0x2000, 64)}, 0);
+  CHECK(a.same_contents(b));
+  a.place({request(0x1000, 64)}, 0);  // a hit: 0x1000 is now the more recently used in a
+  b.place({request(0x2000, 64)}, 0);  // and 0x2000 in b; nothing moves
+  CHECK(a.lookup(request(0x1000, 64).view) == std::optional<uint64_t>(0));
+  CHECK(b.lookup(request(0x1000, 64).view) == std::optional<uint64_t>(0));
+  CHECK(a.digest() == b.digest());
+  CHECK(!a.same_contents(b));  // the next eviction would differ
+}
+
 TEST_CASE("equal tables have equal digests") {
   TensorPermutationTable a(1024), b(1024);
   a.place({request(0x1000, 64)}, 0);
