@@ -92,7 +92,7 @@ TEST_CASE("a write to an overlapping span of the parent memory invalidates") {
   CHECK(tpt.place({request(0x1000, 64)}, 0).hit == std::vector<bool>{false});
 }
 
-TEST_CASE("an invalidation after the table changed sees the entries it has now") {
+TEST_CASE("a write drops exactly the entries it meets, an output kept since among them") {
   TensorPermutationTable tpt(4096);
   tpt.place({request(0x1000, 64)}, 0);         // span [0x1000,0x1100)
   CHECK(tpt.invalidate(0x5000, 0x5004) == 0);  // past every entry
