@@ -286,7 +286,7 @@ void infer_reshape(LayerReader& r, Layer& l, const TensorDesc& x) {
     } else {
       known *= *v;
     }
-    s.push_back(v.value_or(0));
+    s.push_back(*v);  // engaged: an empty v has thrown above
   }
   const int64_t count = isa::num_elements(x.shape);
   if (unknown >= 0 && count % known == 0) s[unknown] = count / known;

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "isa/error.h"
+#include "isa/tensor.h"
 
 namespace fracsim::isa::asm_syntax {
 
@@ -53,9 +54,9 @@ inline std::optional<double> parse_double(std::string_view s) {
   return v;
 }
 
-inline std::vector<int64_t> parse_list(std::string_view s, std::string_view what,
-                                       const std::function<ConfigError(const std::string&)>& bad) {
-  std::vector<int64_t> out;
+inline Shape parse_list(std::string_view s, std::string_view what,
+                        const std::function<ConfigError(const std::string&)>& bad) {
+  Shape out;
   if (s.empty()) return out;
   size_t begin = 0;
   while (true) {

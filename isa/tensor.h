@@ -8,13 +8,21 @@
 #include <string>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "isa/dtype.h"
 
 namespace fracsim::isa {
 
-using Shape = std::vector<int64_t>;
+// Held inline up to rank 8 (kMaxRank, isa/encoding.h): views are copied with every piece, and
+// this spares each copy a heap allocation.
+using Shape = boost::container::small_vector<int64_t, 8>;
 
 int64_t num_elements(const Shape& shape);
+// The same of a list of extents held elsewhere (a layer's kernel).
+inline int64_t num_elements(const std::vector<int64_t>& extents) {
+  return num_elements(Shape(extents.begin(), extents.end()));
+}
 std::string shape_str(const Shape& shape);  // "[64,784]"
 Shape contiguous_strides(const Shape& shape);
 
