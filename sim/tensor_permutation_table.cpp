@@ -237,15 +237,15 @@ std::optional<uint64_t> TensorPermutationTable::lookup(const isa::TensorRef& vie
 }
 
 void TensorPermutationTable::keep(const isa::TensorRef& view, uint64_t local, uint64_t bytes) {
-  const auto span = view.byte_span();
-  invalidate(span.first, span.second);
+  Entry kept = make_entry(view, local, bytes, ++clock_);
+  invalidate(kept.span_begin, kept.span_end);
   std::vector<Entry>& all = entries();
   all.erase(std::remove_if(all.begin(), all.end(),
                            [&](const Entry& e) {
                              return e.local < local + bytes && local < e.local + e.bytes;
                            }),
             all.end());
-  insert_by_local(all, make_entry(view, local, bytes, ++clock_));
+  insert_by_local(all, std::move(kept));
 }
 
 int TensorPermutationTable::invalidate(uint64_t begin, uint64_t end) {
