@@ -28,7 +28,7 @@ class ModelLeafUnit : public LeafUnit {
   // piece is priced once. A large run's leaves run the same few piece shapes many times, and a
   // formula's evaluation binds every dim by name.
   uint64_t cycles(const isa::OpDef& op, const isa::Instruction& instr) {
-    std::vector<int64_t> key = piece_key(instr);
+    isa::PackedKey key(piece_key(instr));
     auto it = priced_.find(key);
     if (it == priced_.end()) it = priced_.emplace(std::move(key), price(op, instr)).first;
     return it->second;

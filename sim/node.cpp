@@ -118,7 +118,7 @@ void Node::count(Counter c, uint64_t v, uint32_t layer, uint64_t weight) {
 
 void Node::count_unit_work(const isa::OpDef& op, const isa::Instruction& instr, uint32_t layer,
                            uint64_t weight) {
-  std::vector<int64_t> key = piece_key(instr);
+  isa::PackedKey key(piece_key(instr));
   auto it = ctx_.unit_work.find(key);
   if (it == ctx_.unit_work.end())
     it = ctx_.unit_work.emplace(std::move(key), isa::unit_work(op, instr)).first;

@@ -71,7 +71,7 @@ std::shared_ptr<const InstructionPlan> Node::child_plan(const isa::OpDef& op,
                                                         const isa::Instruction& instr,
                                                         size_t child) {
   auto& cache = ctx_.plans[level_ + 1];
-  std::vector<int64_t> key = congruence_key(instr);
+  isa::PackedKey key(congruence_key(instr));
   auto it = cache.find(key);
   if (it == cache.end()) {
     auto plan = std::make_shared<const InstructionPlan>(

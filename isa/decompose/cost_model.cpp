@@ -47,13 +47,13 @@ std::optional<Policy> policy_named(std::string_view name) {
   return std::nullopt;
 }
 
-std::vector<int64_t> shape_key(const Instruction& instr) {
-  size_t n = 2 + instr.attrs.size();
-  for (const TensorRef& t : instr.operands) n += 2 + t.shape.size();
-  std::vector<int64_t> key;
-  key.reserve(n + 16);  // room for what callers append (flags, a tiling)
+namespace {
+
+// shape_key's integers, pushed onto `key` (a vector, or a PackedKey for the caches).
+template <typename Key>
+void put_shape_key(const Instruction& instr, Key& key) {
   key.push_back(instr.opcode);
-  key.insert(key.end(), instr.attrs.begin(), instr.attrs.end());
+  for (int64_t a : instr.attrs) key.push_back(a);
   key.push_back(instr.reused);
   for (const TensorRef& t : instr.operands) {
     key.push_back(static_cast<int64_t>(t.dtype));
@@ -61,6 +61,25 @@ std::vector<int64_t> shape_key(const Instruction& instr) {
     for (size_t a = 0; a < t.shape.size(); ++a)
       key.push_back(t.strides[a] == 0 ? -t.shape[a] - 1 : t.shape[a]);
   }
+}
+
+// planning_key's, likewise.
+template <typename Key>
+void put_planning_key(const OpDef& op, const Instruction& instr, Key& key) {
+  put_shape_key(instr, key);
+  for (size_t o = 0; o < op.operands.size(); ++o)
+    if (op.operands[o].role == OperandRole::in)
+      key.push_back(input_meets_output(op, instr, o) ? 1 : 0);
+}
+
+}  // namespace
+
+std::vector<int64_t> shape_key(const Instruction& instr) {
+  size_t n = 2 + instr.attrs.size();
+  for (const TensorRef& t : instr.operands) n += 2 + t.shape.size();
+  std::vector<int64_t> key;
+  key.reserve(n);
+  put_shape_key(instr, key);
   return key;
 }
 
@@ -98,10 +117,8 @@ std::vector<uint32_t> reused_inputs(const OpTable& ops, const Program& program) 
 }
 
 std::vector<int64_t> planning_key(const OpDef& op, const Instruction& instr) {
-  std::vector<int64_t> key = shape_key(instr);
-  for (size_t o = 0; o < op.operands.size(); ++o)
-    if (op.operands[o].role == OperandRole::in)
-      key.push_back(input_meets_output(op, instr, o) ? 1 : 0);
+  std::vector<int64_t> key;
+  put_planning_key(op, instr, key);
   return key;
 }
 
@@ -131,11 +148,12 @@ CostModel::CostModel(Policy policy, std::vector<LevelCost> levels)
 double CostModel::execute_cycles(int l, const OpDef& op, const OpTable& ops,
                                  const Instruction& piece, bool after_write_back) const {
   auto& cache = execute_cache_.at(static_cast<size_t>(l));
-  std::vector<int64_t> key = shape_key(piece);
-  key.push_back(after_write_back ? 1 : 0);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  PackedKey packed;
+  put_shape_key(piece, packed);
+  packed.push_back(after_write_back ? 1 : 0);
+  if (auto it = cache.find(packed); it != cache.end()) return it->second;
   const double t = execute_uncached(l, op, ops, piece, after_write_back);
-  cache.emplace(std::move(key), t);
+  cache.emplace(std::move(packed), t);
   return t;
 }
 
@@ -174,9 +192,10 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
                                 const Instruction& instr, const std::vector<int64_t>& tile,
                                 double at_least) const {
   auto& cache = tiling_cache_.at(static_cast<size_t>(l));
-  std::vector<int64_t> key = planning_key(op, instr);
-  key.insert(key.end(), tile.begin(), tile.end());
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  PackedKey packed;
+  put_planning_key(op, instr, packed);
+  for (int64_t t : tile) packed.push_back(t);
+  if (auto it = cache.find(packed); it != cache.end()) return it->second;
   const LevelCost& lc = level(l);
   const std::vector<int64_t> ext = dim_extents(op, instr);
   double pieces = 1, reduce_parts = 1;
@@ -271,15 +290,16 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
     ex_acc = execute_cycles(l, op, ops, later, true);
   }
   const double t = total(ex, ex_acc);
-  cache.emplace(std::move(key), t);
+  cache.emplace(std::move(packed), t);
   return t;
 }
 
 double CostModel::quick_cycles(int l, const OpDef& op, const OpTable& ops,
                                const Instruction& instr, double at_least) const {
   auto& cache = quick_cache_.at(static_cast<size_t>(l));
-  std::vector<int64_t> key = shape_key(instr);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  PackedKey packed;
+  put_shape_key(instr, packed);
+  if (auto it = cache.find(packed); it != cache.end()) return it->second;
   const LevelCost& lc = level(l);
   double read = 0, written = 0;
   piece_traffic(op, instr, read, written);
@@ -296,15 +316,16 @@ double CostModel::quick_cycles(int l, const OpDef& op, const OpTable& ops,
                      std::max(1.0, static_cast<double>(sub_block(lc.capacity, lc.depth)))));
   const double longest = std::max({in, ex, out});
   const double t = longest + (in + ex + out - longest) / pieces + 2 * lc.latency_cycles;
-  cache.emplace(std::move(key), t);
+  cache.emplace(std::move(packed), t);
   return t;
 }
 
 double CostModel::node_cycles(int l, const OpDef& op, const OpTable& ops,
                               const Instruction& instr) const {
   auto& cache = node_cache_.at(static_cast<size_t>(l));
-  std::vector<int64_t> key = planning_key(op, instr);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  PackedKey packed;
+  put_planning_key(op, instr, packed);
+  if (auto it = cache.find(packed); it != cache.end()) return it->second;
   const LevelCost& lc = level(l);
   NodeBudget budget{sub_block(lc.capacity, lc.depth), lc.fanout, lc.name};
   budget.model = this;
@@ -320,16 +341,17 @@ double CostModel::node_cycles(int l, const OpDef& op, const OpTable& ops,
     tile = choose_tiling(op, ops, instr, budget);
   }
   const double t = tiling_cycles(l, op, ops, instr, tile);
-  cache.emplace(std::move(key), t);
+  cache.emplace(std::move(packed), t);
   return t;
 }
 
 const std::vector<int64_t>& CostModel::parallel_parts(int l, const OpDef& op, const OpTable& ops,
                                                       const Instruction& piece, int fanout) const {
   auto& cache = parts_cache_.at(static_cast<size_t>(l + 1));  // the root is level -1
-  std::vector<int64_t> key = shape_key(piece);
-  key.push_back(fanout);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  PackedKey packed;
+  put_shape_key(piece, packed);
+  packed.push_back(fanout);
+  if (auto it = cache.find(packed); it != cache.end()) return it->second;
   const std::vector<int64_t> ext = dim_extents(op, piece);
   // Each candidate judged by the estimated time of its largest child (children of one split
   // run at once). Ties: fewer children.
@@ -368,7 +390,7 @@ const std::vector<int64_t>& CostModel::parallel_parts(int l, const OpDef& op, co
       best_children = used;
     }
   }
-  return cache.emplace(std::move(key), best).first->second;
+  return cache.emplace(std::move(packed), best).first->second;
 }
 
 }  // namespace fracsim::isa
