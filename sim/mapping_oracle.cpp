@@ -241,7 +241,22 @@ OracleResult map_instruction(const MachineSpec& spec, const isa::OpTable& ops,
     r.chosen_in_space = r.chosen_in_space || candidates[i] == r.chosen;
   }
   std::sort(order.begin(), order.end());
-  for (const auto& [cycles, i] : order) r.rows.push_back({candidates[i], cycles});
+  // The cost model's figure for a candidate: the top node's tiling estimate with the candidate's
+  // partition (a model of its own, whose estimates the pin reaches), in the root's cycles.
+  const double to_root = static_cast<double>(spec.root.controller.clock) /
+                         static_cast<double>(top_level.controller.clock);
+  auto estimate = [&](const MapCandidate& c) {
+    isa::CostModel m = cost_model(spec);
+    isa::PinnedDecision e = pin;
+    e.tile = c.tile;
+    e.parts = c.parts;
+    e.estimates = true;
+    m.pin(e);
+    return m.tiling_cycles(0, op, ops, r.top, c.tile) * to_root;
+  };
+  for (const auto& [cycles, i] : order)
+    r.rows.push_back({candidates[i], cycles, estimate(candidates[i])});
+  r.chosen_estimate = model.tiling_cycles(0, op, ops, r.top, chosen_plan.tile) * to_root;
   const std::optional<uint64_t> pinned = run(r.chosen);
   r.chosen_pinned_cycles = pinned ? *pinned : 0;
   r.rank = 1;
@@ -276,15 +291,20 @@ std::string oracle_text(const isa::OpTable& ops, const OracleResult& r, size_t s
       "  simulated     {} (timing mode, folded; {} whose plan does not fit the local "
       "memory skipped)\n",
       r.rows.size(), r.unfit);
-  s += fmt::format("  {:>5}  {:>12}  {:>8}  {}\n", "rank", "cycles", "vs best", "tile | parts");
-  auto row_text = [&](const std::string& rank, uint64_t cycles, const MapCandidate& c) {
-    return fmt::format("  {:>5}  {:>12}  {:>+7.2f}%  {} | {}\n", rank, cycles,
-                       100.0 * (static_cast<double>(cycles) / static_cast<double>(r.best) - 1),
-                       dims_text(op, c.tile, false), dims_text(op, c.parts, true));
+  s += fmt::format("  {:>5}  {:>12}  {:>8}  {:>12}  {:>8}  {}\n", "rank", "cycles", "vs best",
+                   "estimate", "vs sim", "tile | parts");
+  auto row_text = [&](const std::string& rank, uint64_t cycles, double estimate,
+                      const MapCandidate& c) {
+    const double sim = static_cast<double>(cycles);
+    return fmt::format("  {:>5}  {:>12}  {:>+7.2f}%  {:>12.0f}  {:>+7.2f}%  {} | {}\n", rank,
+                       cycles, 100.0 * (sim / static_cast<double>(r.best) - 1), estimate,
+                       100.0 * (estimate / sim - 1), dims_text(op, c.tile, false),
+                       dims_text(op, c.parts, true));
   };
   for (size_t i = 0; i < r.rows.size() && i < shown; ++i)
-    s += row_text(fmt::format("{}", i + 1), r.rows[i].cycles, r.rows[i].candidate);
-  s += row_text("chose", r.chosen_cycles, r.chosen);
+    s += row_text(fmt::format("{}", i + 1), r.rows[i].cycles, r.rows[i].estimate,
+                  r.rows[i].candidate);
+  s += row_text("chose", r.chosen_cycles, r.chosen_estimate, r.chosen);
   s += fmt::format(
       "  policy        {}: {} cycles (plain run; {} pinned), rank {} of {}, {} the candidates\n",
       r.policy, r.chosen_cycles, r.chosen_pinned_cycles, r.rank,

@@ -45,6 +45,7 @@ struct OracleOptions {
 struct OracleRow {
   MapCandidate candidate;
   uint64_t cycles = 0;
+  double estimate = 0;  // the cost model's cycles for the candidate (isa::CostModel)
 };
 
 struct OracleResult {
@@ -67,6 +68,7 @@ struct OracleResult {
   MapCandidate chosen;                // the policy's choice (parts: those of its first piece)
   uint64_t chosen_cycles = 0;         // a plain run
   uint64_t chosen_pinned_cycles = 0;  // the choice pinned as a candidate
+  double chosen_estimate = 0;         // the cost model's cycles for the choice
   bool chosen_in_space = false;
   size_t rank = 0;    // 1 + simulated candidates faster than the choice
   uint64_t best = 0;  // least cycles among the candidates and the choice

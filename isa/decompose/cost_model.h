@@ -61,10 +61,13 @@ struct LevelCost {
 // shape_key is `instruction` tiles it by `tile` (a length per dim; empty: the policy's), and
 // every piece a node of `level` splits across its children gets `parts` (parts per dim, each
 // at most the piece's extent; empty: the policy's). Only the nodes' decisions see it; the
-// estimates the policy judges candidates by do not.
+// estimates the policy judges candidates by do not, unless `estimates`.
 struct PinnedDecision {
   int level = 0;
   std::vector<int64_t> instruction, tile, parts;
+  // The estimates judge by `parts` too: a model that estimates one candidate (the figure the
+  // mapping oracle prints beside its simulation), never one a simulation decides with.
+  bool estimates = false;
 };
 
 class CostModel {
