@@ -187,22 +187,12 @@ TEST_CASE(
   // latency alone (5); the unit's 4x4 array computes 4 output tiles of 8 steps plus its fill of
   // 4 + 4 - 1: 39; the write-back 5 + 256 B / 16 = 21. 32 + 5 + 39 + 21 = 97. The simulation
   // adds the root's decode and dispatch (99).
-  const MachineSpec one = parse_machine_spec(R"(machine: one
-decomposer: search
-root:
-  clock: 1 GHz
-  lfu_throughput: 4
-  memory: {capacity: 1 MiB, bandwidth: 64 GB/s}
-levels:
-  - name: core
-    fanout: 1
-    memory: {capacity: 64 KiB, bandwidth: 64 GB/s}
-    link: {bandwidth: 16 GB/s, latency: 5 ns}
-    leaf:
-      matrix: {rows: 4, cols: 4}
-      vector: {lanes: 8}
-)",
-                                             "one.yaml");
+  // kMachine without its cluster level.
+  std::string one_core = kMachine;
+  one_core.erase(one_core.find("  - name: cluster"),
+                 one_core.find("  - name: core") - one_core.find("  - name: cluster"));
+  one_core.replace(one_core.find("fanout: 2"), 9, "fanout: 1");
+  const MachineSpec one = parse_machine_spec(one_core, "one.yaml");
   const OracleResult r1 = map_instruction(one, ops, matmul_program(), 0, OracleOptions{});
   CHECK(row(r1, {}).estimate == 97);
   CHECK(row(r1, {}).cycles == 99);
