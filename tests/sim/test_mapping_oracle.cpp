@@ -182,12 +182,11 @@ TEST_CASE(
     REQUIRE(it != r.rows.end());
     return *it;
   };
-  // One core under the root: the link moves 16 B per cycle after a 5-cycle latency. Both inputs
-  // stay whole, so they load once as static tiles (512 B: 32 cycles) and a piece's load is the
-  // latency alone (5); the unit's 4x4 array computes 4 output tiles of 8 steps plus its fill of
-  // 4 + 4 - 1: 39; the write-back 5 + 256 B / 16 = 21. 32 + 5 + 39 + 21 = 97. The simulation
-  // adds the root's decode and dispatch (99).
-  // kMachine without its cluster level.
+  // One core under the root (kMachine without its cluster level): the link moves 16 B per cycle
+  // after a 5-cycle latency. Both inputs stay whole, so they load once as static tiles (512 B: 32
+  // cycles) and a piece's load is the latency alone (5); the unit's 4x4 array computes 4 output
+  // tiles of 8 steps plus its fill of 4 + 4 - 1: 39; the write-back 5 + 256 B / 16 = 21. 32 + 5 +
+  // 39 + 21 = 97. The simulation adds the root's decode and dispatch (99).
   std::string one_core = kMachine;
   one_core.erase(one_core.find("  - name: cluster"),
                  one_core.find("  - name: core") - one_core.find("  - name: cluster"));
