@@ -256,7 +256,11 @@ OracleResult map_instruction(const MachineSpec& spec, const isa::OpTable& ops,
   };
   for (const auto& [cycles, i] : order)
     r.rows.push_back({candidates[i], cycles, estimate(candidates[i])});
-  r.chosen_estimate = model.tiling_cycles(0, op, ops, r.top, chosen_plan.tile) * to_root;
+  // The choice: the search's own estimate (each piece's partition its own); halving's tiling
+  // and first partition estimated as a candidate's (its partitions are not the model's).
+  r.chosen_estimate = model.policy() == isa::Policy::search
+                          ? model.tiling_cycles(0, op, ops, r.top, chosen_plan.tile) * to_root
+                          : estimate(r.chosen);
   const std::optional<uint64_t> pinned = run(r.chosen);
   r.chosen_pinned_cycles = pinned ? *pinned : 0;
   r.rank = 1;
