@@ -195,6 +195,14 @@ TEST_CASE(
   const OracleResult r1 = map_instruction(one, ops, matmul_program(), 0, OracleOptions{});
   CHECK(row(r1, {}).estimate == 97);
   CHECK(row(r1, {}).cycles == 99);
+  // The core at half the root's clock: in its own cycles the link moves 32 B per cycle after
+  // ceil(5 ns / 2 ns) = 3, so 16 + 3 + 39 + (3 + 8) = 69, which the report gives in the root's
+  // cycles: 138.
+  std::string slow_core = one_core;
+  slow_core.replace(slow_core.find("    fanout: 1\n"), 14, "    fanout: 1\n    clock: 500 MHz\n");
+  const OracleResult r_slow = map_instruction(parse_machine_spec(slow_core, "slow.yaml"), ops,
+                                              matmul_program(), 0, OracleOptions{});
+  CHECK(row(r_slow, {}).estimate == 138);
 
   // The cluster of kMachine over two cores: 32 B per cycle after 10. Static inputs 512 / 32 =
   // 16, load 10, write-back 10 + 256 / 32 = 18, and the execution is the largest core's quick
