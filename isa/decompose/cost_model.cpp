@@ -354,14 +354,8 @@ const std::vector<int64_t>& CostModel::parallel_parts(int l, const OpDef& op, co
   if (auto it = cache.find(packed); it != cache.end()) return it->second;
   const std::vector<int64_t> ext = dim_extents(op, piece);
   if (const std::vector<int64_t>* pinned =
-          pinned_ && pinned_->estimates ? pinned_parts(l) : nullptr) {
-    // As isa::parallel applies a pin: each parallel dim's parts at most its extent.
-    std::vector<int64_t> parts(ext.size(), 1);
-    for (size_t d = 0; d < ext.size(); ++d)
-      if (op.dims[d].kind == DimKind::parallel && ext[d] >= 2)
-        parts[d] = std::min((*pinned)[d], ext[d]);
-    return cache.emplace(std::move(packed), std::move(parts)).first->second;
-  }
+          pinned_ && pinned_->estimates ? pinned_parts(l) : nullptr)
+    return cache.emplace(std::move(packed), pinned_partition(op, ext, *pinned)).first->second;
   // Each candidate judged by the estimated time of its largest child (children of one split
   // run at once). Ties: fewer children.
   const std::vector<std::vector<int64_t>> candidates = partition_candidates(op, piece, fanout);

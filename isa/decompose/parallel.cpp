@@ -130,6 +130,16 @@ Instruction merge_runs(const OpDef& op, const OpTable& ops, const Instruction& i
   return in;
 }
 
+std::vector<int64_t> pinned_partition(const OpDef& op, const std::vector<int64_t>& ext,
+                                      const std::vector<int64_t>& pinned) {
+  FRACSIM_ASSERT(pinned.size() == ext.size(), "pinned parts for {} dims, {} has {}", pinned.size(),
+                 op.name, ext.size());
+  std::vector<int64_t> parts(ext.size(), 1);
+  for (size_t d = 0; d < ext.size(); ++d)
+    if (op.dims[d].kind == DimKind::parallel && ext[d] >= 2) parts[d] = std::min(pinned[d], ext[d]);
+  return parts;
+}
+
 ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& instr, int fanout,
                        uint64_t scratch_base, const CostModel* model, int level) {
   FRACSIM_ASSERT(fanout >= 1, "fanout {}", fanout);
@@ -146,9 +156,7 @@ ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& i
   int reduce_dim = -1;
   const std::vector<int64_t>* pinned = model ? model->pinned_parts(level) : nullptr;
   if (!par.empty() && pinned && fanout > 1) {
-    FRACSIM_ASSERT(pinned->size() == ext.size(), "pinned parts for {} dims, {} has {}",
-                   pinned->size(), op.name, ext.size());
-    for (int d : par) parts[d] = std::min((*pinned)[d], ext[d]);
+    parts = pinned_partition(op, ext, *pinned);
   } else if (!par.empty() && model && model->policy() == Policy::search && fanout > 1) {
     parts = model->parallel_parts(level, op, ops, instr, fanout);
   } else if (!par.empty()) {

@@ -42,6 +42,11 @@ Instruction merge_runs(const OpDef& op, const OpTable& ops, const Instruction& i
 // longer than 1).
 std::vector<int64_t> halving_parts(const OpDef& op, const Instruction& instr, int fanout);
 
+// The parts per dim a pinned partition (isa::PinnedDecision::parts) gives a piece of extents
+// `ext`: each parallel dim longer than 1 the pinned parts, at most its extent; the rest 1.
+std::vector<int64_t> pinned_partition(const OpDef& op, const std::vector<int64_t>& ext,
+                                      const std::vector<int64_t>& pinned);
+
 class CostModel;
 
 // With `model` (policy search), the parts per parallel dim are those of least estimated time for
