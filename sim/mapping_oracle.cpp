@@ -17,6 +17,7 @@
 #include "isa/error.h"
 #include "sim/instruction_plan.h"
 #include "sim/machine.h"
+#include "sim/trace.h"
 
 namespace fracsim::sim {
 namespace {
@@ -76,7 +77,27 @@ std::string dims_text(const isa::OpDef& op, const std::vector<int64_t>& v, bool 
   return items.empty() ? "-" : fmt::format("{}", fmt::join(items, " "));
 }
 
+// simulate(), its timeline handed to options.timeline under `name` when that is set.
+RunResult simulate_recorded(const MachineSpec& spec, const isa::OpTable& ops,
+                            const isa::Program& program, SimOptions sim,
+                            const OracleOptions& options, const std::string& name) {
+  if (!options.timeline) return simulate(spec, ops, program, Mode::timing, sim);
+  TraceRecorder trace;
+  sim.trace = &trace;
+  RunResult result = simulate(spec, ops, program, Mode::timing, sim);
+  options.timeline(name, trace.json());
+  return result;
+}
+
 }  // namespace
+
+std::string candidate_name(const isa::OpDef& op, const MapCandidate& c) {
+  std::string name = dims_text(op, c.tile, false);
+  if (!c.parts.empty()) name += "_" + dims_text(op, c.parts, true);
+  name.erase(std::remove(name.begin(), name.end(), '='), name.end());
+  std::replace(name.begin(), name.end(), ' ', '-');
+  return name;
+}
 
 OracleResult map_instruction(const MachineSpec& spec, const isa::OpTable& ops,
                              const isa::Program& program, size_t index,
@@ -97,7 +118,7 @@ OracleResult map_instruction(const MachineSpec& spec, const isa::OpTable& ops,
 
   // The policy's own choice: a plain run (this also rejects a machine the instruction cannot
   // run on, with the simulator's own message).
-  r.chosen_cycles = simulate(spec, ops, alone, Mode::timing).cycles;
+  r.chosen_cycles = simulate_recorded(spec, ops, alone, SimOptions{}, options, "chosen").cycles;
 
   isa::CostModel model = cost_model(spec);
   const LevelSpec& top_level = spec.levels.front();
@@ -228,7 +249,7 @@ OracleResult map_instruction(const MachineSpec& spec, const isa::OpTable& ops,
       return std::nullopt;
     }
     sim.pin = pin;
-    return simulate(spec, ops, alone, Mode::timing, sim).cycles;
+    return simulate_recorded(spec, ops, alone, sim, options, candidate_name(op, c)).cycles;
   };
   std::vector<std::pair<uint64_t, size_t>> order;
   for (size_t i = 0; i < candidates.size(); ++i) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,15 @@ struct OracleOptions {
   uint64_t seed = 1;
   // When > 0, only tilings of at most this many pieces (simulation time grows with them).
   uint64_t max_pieces = 0;
+  // When set, every simulation records its stages' timeline (TraceRecorder's trace-event JSON)
+  // and hands it here with a name: `chosen` for the plain run of the policy's choice, else the
+  // candidate's (candidate_name).
+  std::function<void(const std::string& name, const std::string& json)> timeline;
 };
+
+// A candidate as a file name: its tile lengths and then its parts, as the report prints them
+// (`Co=256 Ho=3 | Co=8 Wo=4` is `Co256-Ho3_Co8-Wo4`).
+std::string candidate_name(const isa::OpDef& op, const MapCandidate& c);
 
 struct OracleRow {
   MapCandidate candidate;

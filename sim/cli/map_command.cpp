@@ -1,4 +1,5 @@
 // `fracsim map`: the mapping oracle (sim/mapping_oracle.h) on one instruction of a program.
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -6,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "isa/error.h"
+#include "sim/cli/atomic_file.h"
 #include "sim/cli/command.h"
 #include "sim/cli/program_io.h"
 #include "sim/config_override.h"
@@ -18,7 +20,7 @@ namespace fracsim::cli {
 namespace {
 
 struct MapFlags {
-  std::string config, workload, instruction, sample, seed = "1", shown = "10", max_pieces;
+  std::string config, workload, instruction, sample, seed = "1", shown = "10", max_pieces, trace;
   std::vector<std::string> sets;
 };
 
@@ -38,6 +40,10 @@ po::options_description map_options(MapFlags& f) {
   add("max-pieces", po::value(&f.max_pieces),
       "P: only tilings of at most P pieces at the top node (simulation time grows with them)");
   add("show", po::value(&f.shown)->default_value(f.shown), "N: the fastest candidates listed");
+  add("trace", po::value(&f.trace),
+      "DIR: write each simulation's Chrome/Perfetto trace-event timeline into DIR (made if "
+      "missing): chosen.json for the policy's plain run, and one per candidate named by its "
+      "tile and parts as listed (Co=256 Ho=3 | Co=8 Wo=4: Co256-Ho3_Co8-Wo4.json)");
   add_set_option(opts, f.sets);
   return opts;
 }
@@ -75,8 +81,19 @@ int cmd_map(const Command& self, const std::vector<std::string>& args) {
   for (const std::string& s : f.sets) overrides.push_back(sim::parse_override(s));
   const sim::MachineSpec spec = sim::load_machine_spec(f.config, overrides);
   const isa::Program program = load_program(f.workload, ops);
+  if (!f.trace.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(f.trace, ec);
+    if (ec || !std::filesystem::is_directory(f.trace))
+      throw ConfigError(fmt::format("fracsim map: --trace {}: cannot make the folder ({})", f.trace,
+                                    ec ? ec.message() : "a file is in the way"));
+    options.timeline = [&](const std::string& name, const std::string& json) {
+      write_file_atomically((std::filesystem::path(f.trace) / (name + ".json")).string(), json);
+    };
+  }
   const sim::OracleResult r = sim::map_instruction(spec, ops, program, index, options);
   std::cout << sim::oracle_text(ops, r, shown);
+  if (!f.trace.empty()) std::cout << fmt::format("  timelines     in {}\n", f.trace);
   return 0;
 }
 

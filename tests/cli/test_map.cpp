@@ -2,6 +2,8 @@
 // the exact messages.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "tests/common/cli_runner.h"
@@ -51,4 +53,40 @@ TEST_CASE("map: bad flags and an instruction out of range exit 2 naming the flag
   CHECK(r.out ==
         "error: fracsim map: --instruction 99: program mlp has 3 instructions (counted from "
         "0)\n");
+}
+
+TEST_CASE("map --trace writes the plain run's timeline and one per simulated candidate") {
+  const std::string dir = fracsim::testing::temp_dir("fracsim-map");
+  const std::string into = dir + "/timelines";  // made by the command
+  CliResult r = run_fracsim(
+      "map -m configs/tiny.yaml -w workloads/mlp.yaml --instruction 0 "
+      "--sample 2 --trace " +
+      into);
+  REQUIRE(r.code == 0);
+  const std::string last = "  timelines     in " + into + "\n";
+  REQUIRE(r.out.size() > last.size());
+  CHECK(r.out.substr(r.out.size() - last.size()) == last);
+  // "  simulated     N (timing mode, ...": N candidates, each its own file, and chosen.json.
+  const size_t at = r.out.find("  simulated     ");
+  REQUIRE(at != std::string::npos);
+  const size_t simulated = std::stoul(r.out.substr(at + 16));
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(into)) {
+    CHECK(e.path().extension() == ".json");
+    ++files;
+  }
+  CHECK(simulated > 0);
+  CHECK(files == simulated + 1);
+  CHECK(std::filesystem::file_size(into + "/chosen.json") > 0);
+  // A file where the folder should be: exit 2, before anything is simulated.
+  const std::string file = dir + "/a-file";
+  { std::ofstream(file) << "kept\n"; }
+  r = run_fracsim("map -m configs/tiny.yaml -w workloads/mlp.yaml --instruction 0 --trace " + file);
+  CHECK(r.code == 2);
+  CHECK(r.out ==
+        "error: fracsim map: --trace " + file + ": cannot make the folder (Not a directory)\n");
+  std::ifstream in(file);
+  std::string kept;
+  std::getline(in, kept);
+  CHECK(kept == "kept");
 }

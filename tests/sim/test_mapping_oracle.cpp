@@ -3,11 +3,13 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include "isa/decompose/cost_model.h"
 #include "sim/machine.h"
 #include "sim/mapping_oracle.h"
+#include "sim/trace.h"
 
 using namespace fracsim;
 using namespace fracsim::sim;
@@ -147,6 +149,50 @@ TEST_CASE("oracle: --sample draws distinct candidates with the seed, the same ea
   o.seed = 8;
   CHECK(oracle_text(ops, map_instruction(spec, ops, matmul_program(), 0, o), 20) !=
         oracle_text(ops, a, 20));
+}
+
+TEST_CASE("oracle: each simulation's timeline, named by its candidate, is that run's own") {
+  const MachineSpec spec = parse_machine_spec(kMachine, "two.yaml");
+  const isa::OpTable& ops = isa::OpTable::builtin();
+  const isa::Program p = matmul_program();
+  OracleOptions o;
+  o.sample = 4;
+  std::map<std::string, std::string> timelines;
+  size_t handed = 0;
+  o.timeline = [&](const std::string& name, const std::string& json) {
+    ++handed;
+    auto [it, fresh] = timelines.try_emplace(name, json);
+    CHECK((fresh || it->second == json));  // the choice pinned again: its candidate's run
+  };
+  const OracleResult r = map_instruction(spec, ops, p, 0, o);
+  // The plain run, every candidate, and the choice pinned (one of the candidates).
+  REQUIRE(r.chosen_in_space);
+  CHECK(handed == r.rows.size() + 2);
+  REQUIRE(timelines.size() == r.rows.size() + 1);
+  // The plain run's: what simulate() records for the program.
+  TraceRecorder plain;
+  SimOptions traced;
+  traced.trace = &plain;
+  CHECK(simulate(spec, ops, p, Mode::timing, traced).cycles == r.chosen_cycles);
+  CHECK(timelines.at("chosen") == plain.json());
+  // A candidate's: the run pinned to it. The name reads as the report lists it (B=1 M=8 N=8
+  // K=8 | B=1 M=1 N=2: B1-M8-N8-K8_B1-M1-N2).
+  const isa::OpDef& op = ops.get(p.instructions[0].opcode);
+  CHECK(candidate_name(op, MapCandidate{{1, 8, 8, 8}, {1, 1, 2, 1}}) == "B1-M8-N8-K8_B1-M1-N2");
+  for (const OracleRow& row : r.rows) {
+    const std::string name = candidate_name(op, row.candidate);
+    CAPTURE(name);
+    REQUIRE(timelines.count(name) == 1);
+    TraceRecorder pinned;
+    traced.trace = &pinned;
+    isa::PinnedDecision pin;
+    pin.instruction = isa::shape_key(p.instructions[0]);
+    pin.tile = row.candidate.tile;
+    pin.parts = row.candidate.parts;
+    traced.pin = pin;
+    CHECK(simulate(spec, ops, p, Mode::timing, traced).cycles == row.cycles);
+    CHECK(timelines.at(name) == pinned.json());
+  }
 }
 
 TEST_CASE("oracle: an instruction past the program's is a ConfigError naming the count") {
