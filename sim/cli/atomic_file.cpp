@@ -82,4 +82,10 @@ void write_file_atomically(const std::string& path, std::string_view contents) {
   if (err != 0) throw fail(err);
 }
 
+void make_directories(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) throw ConfigError(fmt::format("{}: cannot create directory ({})", path, ec.message()));
+}
+
 }  // namespace fracsim::cli

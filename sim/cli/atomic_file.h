@@ -14,4 +14,8 @@ namespace fracsim::cli {
 // the disk is full or PATH is a folder.
 void write_file_atomically(const std::string& path, std::string_view contents);
 
+// The folder PATH and its parents, made where missing; ConfigError "PATH: cannot create
+// directory (REASON)" when one cannot be (a file in the way, no permission).
+void make_directories(const std::string& path);
+
 }  // namespace fracsim::cli

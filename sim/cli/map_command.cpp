@@ -82,11 +82,7 @@ int cmd_map(const Command& self, const std::vector<std::string>& args) {
   const sim::MachineSpec spec = sim::load_machine_spec(f.config, overrides);
   const isa::Program program = load_program(f.workload, ops);
   if (!f.trace.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(f.trace, ec);
-    if (ec || !std::filesystem::is_directory(f.trace))
-      throw ConfigError(fmt::format("fracsim map: --trace {}: cannot make the folder ({})", f.trace,
-                                    ec ? ec.message() : "a file is in the way"));
+    make_directories(f.trace);
     options.timeline = [&](const std::string& name, const std::string& json) {
       write_file_atomically((std::filesystem::path(f.trace) / (name + ".json")).string(), json);
     };

@@ -185,10 +185,7 @@ int cmd_run(const Command& self, const std::vector<std::string>& args) {
   std::vector<sim::OutputCheck> outputs;
   if (mode == sim::Mode::functional) outputs = sim::check_outputs(program, ops, run.memory);
 
-  std::error_code ec;
-  std::filesystem::create_directories(f.out_dir, ec);
-  if (ec)
-    throw ConfigError(fmt::format("{}: cannot create directory ({})", f.out_dir, ec.message()));
+  make_directories(f.out_dir);
   const std::string stats_path = (std::filesystem::path(f.out_dir) / "stats.json").string();
   write_file_atomically(stats_path, sim::stats_text(spec, program, run, outputs));
   const std::vector<sim::LayerRecord> layers = sim::layer_records(spec, program, ops, run);

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "isa/error.h"
+#include "sim/cli/atomic_file.h"
 #include "sim/cli/command.h"
 #include "sim/cli/interrupt.h"
 #include "sim/cli/sweep.h"
@@ -110,10 +111,7 @@ int cmd_sweep(const Command& self, const std::vector<std::string>& args) {
 
   const SweepSpec spec = load_sweep_spec(f.spec);
   if (f.out_dir.empty()) f.out_dir = "results/runs/sweep-" + spec.name;
-  std::error_code ec;
-  fs::create_directories(fs::path(f.out_dir) / "runs", ec);
-  if (ec)
-    throw ConfigError(fmt::format("{}: cannot create directory ({})", f.out_dir, ec.message()));
+  make_directories((fs::path(f.out_dir) / "runs").string());
   write_sweep_manifest(f.out_dir, spec);
   if (f.slurm) {
     run_sweep_on_slurm(f.out_dir, spec, f.partition, !f.no_wait);
