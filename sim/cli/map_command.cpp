@@ -22,6 +22,7 @@ namespace {
 struct MapFlags {
   std::string config, workload, instruction, sample, seed = "1", shown = "10", max_pieces, trace;
   std::vector<std::string> sets;
+  CompileFlags compile;
 };
 
 po::options_description map_options(MapFlags& f) {
@@ -45,6 +46,7 @@ po::options_description map_options(MapFlags& f) {
       "missing): chosen.json for the policy's plain run, and one per candidate named by its "
       "tile and parts as listed (Co=256 Ho=3 | Co=8 Wo=4: Co256-Ho3_Co8-Wo4.json)");
   add_set_option(opts, f.sets);
+  add_compile_flags(opts, f.compile);
   return opts;
 }
 
@@ -75,12 +77,13 @@ int cmd_map(const Command& self, const std::vector<std::string>& args) {
   options.seed = count_flag("seed", f.seed, 0);
   if (!f.max_pieces.empty()) options.max_pieces = count_flag("max-pieces", f.max_pieces, 1);
   const uint64_t shown = count_flag("show", f.shown, 0);
+  const compiler::CompileOptions compile = compile_options(self.name, f.compile);
 
   const isa::OpTable& ops = isa::OpTable::builtin();
   std::vector<sim::ConfigOverride> overrides;
   for (const std::string& s : f.sets) overrides.push_back(sim::parse_override(s));
   const sim::MachineSpec spec = sim::load_machine_spec(f.config, overrides);
-  const isa::Program program = load_program(f.workload, ops);
+  const isa::Program program = load_program(f.workload, ops, compile);
   if (!f.trace.empty()) {
     make_directories(f.trace);
     options.timeline = [&](const std::string& name, const std::string& json) {

@@ -27,13 +27,13 @@ compiler::Workload load_workload_file(const std::string& path,
 isa::Program load_program(const std::string& path, const isa::OpTable& ops,
                           const compiler::CompileOptions& options = {});
 
-// The compiler's flags of `fracsim compile` and `fracsim run`, as given.
+// The compiler's flags of `fracsim compile`, `fracsim run` and `fracsim map`, as given.
 struct CompileFlags {
   std::string batch;  // --batch's text, "" when not given
   bool no_fuse = false, no_fold_bn = false;
 };
 
-// Declares --batch, --no-fuse and --no-fold-bn (once, for both commands).
+// Declares --batch, --no-fuse and --no-fold-bn (once, for every command taking them).
 void add_compile_flags(boost::program_options::options_description& opts, CompileFlags& f);
 
 // The compiler's options from those flags; --batch must be a positive integer.

@@ -89,3 +89,18 @@ TEST_CASE("map --trace writes the plain run's timeline and one per simulated can
   std::getline(in, kept);
   CHECK(kept == "kept");
 }
+
+TEST_CASE("map --batch compiles the workload at that batch, as run does") {
+  // The MLP is written at batch 64; fc1's input a is [1, M, 784] with M the batch.
+  const std::string cmd =
+      "map -m configs/tiny.yaml -w workloads/mlp.yaml --instruction 0 --sample 1";
+  CliResult r = run_fracsim(cmd);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find(" a=f32@0x0[1,64,784:0,784,1] ") != std::string::npos);
+  r = run_fracsim(cmd + " --batch 4");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find(" a=f32@0x0[1,4,784:0,784,1] ") != std::string::npos);
+  r = run_fracsim(cmd + " --batch 0");
+  CHECK(r.code == 2);
+  CHECK(r.out == "error: fracsim map: --batch: expected a positive integer, got '0'\n");
+}
