@@ -136,7 +136,7 @@ struct Tables {
               mapping_key("link", link, "each node's DMA link to its parent's memory"),
               boolean_key("keep_outputs",
                           "outputs a node writes back stay in its tensor permutation table, so a "
-                          "later instruction reading them hits")
+                          "later instruction reading them, or accumulating onto them, hits")
                   .defaults_to("true"),
               boolean_key("resident_partial_sums",
                           "a serial split along an accumulating reduce dim keeps each output tile "

@@ -199,7 +199,12 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, size_t index, int subblock, 
         // Resident partial sums: the group's tile, loaded (when read) by its first piece only.
         local = parent.packed_at(acc);
         acc = isa::align_up(acc + local.stored_bytes(), isa::kTileAlign);
-        if (isa::operand_is_read(op, part, o) && !p->continues) p->loads.push_back({parent, local});
+        if (isa::operand_is_read(op, part, o) && !p->continues) {
+          if (first && layout_.out_hit)
+            count(*p, Counter::resident_bytes, local.stored_bytes());
+          else
+            p->loads.push_back({parent, local});
+        }
       } else {
         local = parent.packed_at(at);
         at = isa::align_up(at + local.stored_bytes(), isa::kTileAlign);
@@ -229,7 +234,8 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, size_t index, int subblock, 
   for (size_t o = 0; o < op.operands.size(); ++o) {
     const isa::TensorRef& view = part.operands[o];
     const bool out = op.operands[o].role == isa::OperandRole::out;
-    if (isa::operand_is_read(op, part, o) && !(out && p->continues)) p->reads.push_back(view);
+    if (isa::operand_is_read(op, part, o) && !(out && (p->continues || (first && layout_.out_hit))))
+      p->reads.push_back(view);
     if (out && !p->holds_output) p->writes.push_back(view);
   }
   return p;

@@ -63,6 +63,26 @@ void append_layout(std::vector<int64_t>& key, const SegmentLayout& layout) {
   key.push_back(static_cast<int64_t>(layout.cyclic_base));
   for (uint64_t l : layout.local) key.push_back(static_cast<int64_t>(l));
   for (bool h : layout.hit) key.push_back(h ? 1 : 0);
+  key.push_back(layout.out_hit ? 1 : 0);
+}
+
+// The operand an instruction accumulates onto: its only output, when its pieces read it
+// (-1 otherwise).
+int accumulated_out(const isa::OpDef& op, const isa::Instruction& instr) {
+  int out = -1;
+  for (size_t o = 0; o < op.operands.size(); ++o) {
+    if (op.operands[o].role != isa::OperandRole::out) continue;
+    if (out >= 0) return -1;
+    out = static_cast<int>(o);
+  }
+  return out >= 0 && isa::operand_is_read(op, instr, static_cast<size_t>(out)) ? out : -1;
+}
+
+// Whether the plan's pieces all accumulate into one resident tile, the whole output.
+bool one_resident_group(const InstructionPlan& plan) {
+  const std::vector<uint8_t>& h = plan.holds_output;
+  return !h.empty() && h.back() == 0 &&
+         std::all_of(h.begin(), h.end() - 1, [](uint8_t x) { return x != 0; });
 }
 
 }  // namespace
@@ -179,16 +199,33 @@ void Node::dispatch(const Piece& p) {
   const std::vector<isa::Instruction>& instrs = p.split.children;
   const std::vector<std::pair<uint64_t, uint64_t>>& local_writes = p.local_writes;
   MachineTree& tree = *ctx_.tree;
+  std::vector<size_t> child(instrs.size());
+  for (size_t i = 0; i < instrs.size(); ++i) child[i] = tree.child(tree_node_, static_cast<int>(i));
+  // A child that still holds, as its kept output, the tile its instruction accumulates onto
+  // (found before the writes below drop it from the tables): where.
+  std::vector<std::optional<uint64_t>> held(instrs.size());
+  if (ctx_.spec->levels[level_ + 1].keep_outputs)
+    for (size_t i = 0; i < instrs.size(); ++i)
+      if (const int o = accumulated_out(op, instrs[i]); o >= 0)
+        held[i] = tree.tpt(child[i]).lookup(instrs[i].operands[static_cast<size_t>(o)]);
   // Whatever this piece's children and LFU write here is stale in every permutation table.
   for (const auto& w : local_writes) invalidate_children(w.first, w.second);
 
-  std::vector<size_t> child(instrs.size());
-  for (size_t i = 0; i < instrs.size(); ++i) child[i] = tree.child(tree_node_, static_cast<int>(i));
   std::vector<ChildClass> classes;
   const int child_depth = ctx_.spec->levels[level_ + 1].controller.pipeline_depth;
   auto place = [&](size_t i, const std::vector<StaticRequest>& requests,
                    const InstructionPlan& plan) {
-    return tree.tpt(child[i]).place(requests, child_depth * plan.subblock_bytes);
+    TensorPermutationTable& table = tree.tpt(child[i]);
+    const uint64_t cyclic = child_depth * plan.subblock_bytes;
+    // Its pieces accumulating into one tile: the cyclic segment placed where the tile is, the
+    // tile's first accumulator, when that room is free.
+    if (held[i] && one_resident_group(plan) && table.is_free(*held[i], *held[i] + cyclic))
+      if (auto layout =
+              table.place_beside(requests, cyclic, {{*held[i], *held[i] + cyclic}}, *held[i])) {
+        layout->out_hit = true;
+        return *layout;
+      }
+    return table.place(requests, cyclic);
   };
   if (!ctx_.fold) {
     for (size_t i = 0; i < instrs.size(); ++i) {

@@ -236,6 +236,14 @@ std::optional<uint64_t> TensorPermutationTable::lookup(const isa::TensorRef& vie
   return std::nullopt;
 }
 
+bool TensorPermutationTable::is_free(uint64_t begin, uint64_t end) const {
+  if (end > capacity_ / isa::kTileAlign * isa::kTileAlign) return false;
+  if (entries_)
+    for (const Entry& e : *entries_)
+      if (e.local < end && begin < e.local + e.bytes) return false;
+  return true;
+}
+
 void TensorPermutationTable::keep(const isa::TensorRef& view, uint64_t local, uint64_t bytes) {
   Entry kept = make_entry(view, local, bytes, ++clock_);
   invalidate(kept.span_begin, kept.span_end);

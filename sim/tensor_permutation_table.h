@@ -40,9 +40,12 @@ struct SegmentLayout {
   uint64_t cyclic_base = 0;     // the cyclic segment starts here
   std::vector<uint64_t> local;  // per request: where its tile is
   std::vector<bool> hit;        // per request: already resident, no load needed
+  // The output tile the first piece accumulates onto is the node's own kept output, already at
+  // the start of the cyclic segment (its first accumulator): not loaded again.
+  bool out_hit = false;
 
   bool operator==(const SegmentLayout& o) const {
-    return cyclic_base == o.cyclic_base && local == o.local && hit == o.hit;
+    return cyclic_base == o.cyclic_base && local == o.local && hit == o.hit && out_hit == o.out_hit;
   }
 };
 
@@ -67,6 +70,9 @@ class TensorPermutationTable {
 
   // The local address of `view` when resident (does not count as a use).
   std::optional<uint64_t> lookup(const isa::TensorRef& view) const;
+
+  // Whether [begin, end) lies in the memory and holds no entry.
+  bool is_free(uint64_t begin, uint64_t end) const;
 
   // Records that `view` (in the parent's memory) is resident at `local` in `bytes` bytes: an
   // output the node has just written back and still holds. Entries it makes stale (the same

@@ -280,6 +280,62 @@ TEST_CASE("resident partial sums: two output tiles, each of two K pieces, issued
   }
 }
 
+TEST_CASE("a kept output that the next instruction accumulates onto is not loaded again") {
+  // out = a x b, then out += a2 x b2 (accumulate), each as in "four K pieces of one output
+  // tile" above (resident partial sums on, 2112 B, 3 sub-blocks): 4 pieces of K = 16, every
+  // piece loading 512 B of a and b (42 cycles), EX 23, the last writing out back (64 B, 14).
+  // Nothing is static, so the cyclic segment is the whole memory, from 0; the tile accumulates
+  // in the first accumulator, at 0. Instruction 1 ends at 207 (that test's "on" column). The
+  // root's instruction 2 reads out, which instruction 1 writes: it reaches the leaf when that
+  // write-back is done, ID 207 -> 208.
+  //   keep_outputs on: the leaf kept out at 0, where instruction 2's tile accumulates: piece 0
+  //   loads only a2 and b2 (512 B, 42).
+  //            ID          LD          EX          WB
+  //   piece 0  207 -> 208  208 -> 250  250 -> 273  273 (nothing)
+  //   piece 1  208 -> 209  250 -> 292  292 -> 315  315 (nothing)
+  //   piece 2  209 -> 210  292 -> 334  334 -> 357  357 (nothing)
+  //   piece 3  273 -> 274  334 -> 376  376 -> 399  399 -> 413
+  //   off: piece 0 loads out too (576 B, 10 + 36 = 46), every later stage 4 cycles on:
+  //   piece 0  207 -> 208  208 -> 254  254 -> 277
+  //   piece 1  208 -> 209  254 -> 296  296 -> 319
+  //   piece 2  209 -> 210  296 -> 338  338 -> 361
+  //   piece 3  277 -> 278  338 -> 380  380 -> 403  403 -> 417
+  isa::Program p = matmul_program(4, 64, 4);
+  isa::Instruction second = p.instructions[0];
+  second.operands[0].address = 12288;
+  second.operands[1].address = 16384;
+  second.attrs = {1};
+  p.instructions.push_back(second);
+  p.footprint = 20480;
+  for (int64_t at : {12288, 16384}) {
+    isa::DataSegment d = p.data[0];
+    d.address = at;
+    d.count = 256;
+    d.seed = at;
+    p.data.push_back(d);
+  }
+  const std::string keep = "keep_outputs: true\n    resident_partial_sums: true";
+  for (Mode mode : {Mode::timing, Mode::functional}) {
+    CAPTURE(mode == Mode::timing);
+    RunResult on = run(one_level(3, "2112 B", keep), p, mode);
+    CHECK(counter(on, 1, Counter::pieces) == 8);
+    CHECK(on.cycles == 413);
+    CHECK(counter(on, 1, Counter::load_bytes) == 8 * 512);
+    CHECK(counter(on, 1, Counter::load_cycles) == 8 * 42);
+    CHECK(counter(on, 1, Counter::store_bytes) == 2 * 64);
+    CHECK(counter(on, 1, Counter::resident_bytes) == 2 * 3 * 2 * 64 + 64);
+    RunResult off = run(resident(3, "2112 B", true), p, mode);
+    CHECK(off.cycles == 417);
+    CHECK(counter(off, 1, Counter::load_bytes) == 8 * 512 + 64);
+    CHECK(counter(off, 1, Counter::load_cycles) == 7 * 42 + 46);
+    CHECK(counter(off, 1, Counter::resident_bytes) == 2 * 3 * 2 * 64);
+    if (mode == Mode::functional) {
+      CHECK(on.memory == isa::run_reference(p, isa::OpTable::builtin()));
+      CHECK(off.memory == on.memory);
+    }
+  }
+}
+
 // The same machine with split transactions on the leaf's link (link.pipelined).
 std::string pipelined(const std::string& yaml) {
   const std::string plain = "latency: 10 ns}";
