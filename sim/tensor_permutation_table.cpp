@@ -124,7 +124,7 @@ bool TensorPermutationTable::try_place(const std::vector<uint64_t>& miss_bytes,
 
 SegmentLayout TensorPermutationTable::place(const std::vector<StaticRequest>& requests,
                                             uint64_t cyclic_bytes) {
-  if (auto layout = place_among(requests, cyclic_bytes, {}, std::nullopt)) return *layout;
+  if (auto layout = place_among(requests, cyclic_bytes, {}, std::nullopt, true)) return *layout;
   uint64_t total = cyclic_bytes;
   for (size_t r = 0; r < requests.size(); ++r) {
     size_t u = 0;
@@ -140,11 +140,14 @@ SegmentLayout TensorPermutationTable::place(const std::vector<StaticRequest>& re
 std::optional<SegmentLayout> TensorPermutationTable::place_beside(
     const std::vector<StaticRequest>& requests, uint64_t cyclic_bytes,
     const std::vector<std::pair<uint64_t, uint64_t>>& busy, std::optional<uint64_t> ring) {
+  // Without evicting, nothing changes unless it fits; only an attempt that evicts needs the
+  // table kept to restore (which costs a copy of it).
+  if (auto layout = place_among(requests, cyclic_bytes, busy, ring, false)) return layout;
   const std::shared_ptr<std::vector<Entry>> before = entries_;  // copy on write keeps it
   const uint64_t clock = clock_;
   const uint64_t digest = digest_;
   const bool known = digest_known_;
-  auto layout = place_among(requests, cyclic_bytes, busy, ring);
+  auto layout = place_among(requests, cyclic_bytes, busy, ring, true);
   if (!layout) {
     entries_ = before;
     clock_ = clock;
@@ -156,7 +159,8 @@ std::optional<SegmentLayout> TensorPermutationTable::place_beside(
 
 std::optional<SegmentLayout> TensorPermutationTable::place_among(
     const std::vector<StaticRequest>& requests, uint64_t cyclic_bytes,
-    const std::vector<std::pair<uint64_t, uint64_t>>& busy, std::optional<uint64_t> ring) {
+    const std::vector<std::pair<uint64_t, uint64_t>>& busy, std::optional<uint64_t> ring,
+    bool evict) {
   std::vector<Entry>& table = entries();  // unshared from here on
   // Requests naming the same view share one tile.
   std::vector<size_t> uniq_of(requests.size());
@@ -217,6 +221,7 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
       }
       return out;
     }
+    if (!evict) return std::nullopt;
     // Evict the least recently used entry, unpinned ones first.
     int victim = -1;
     for (int pass = 0; pass < 2 && victim < 0; ++pass)

@@ -108,11 +108,13 @@ class TensorPermutationTable {
                  const std::vector<std::pair<uint64_t, uint64_t>>& busy,
                  std::optional<uint64_t> ring, std::vector<uint64_t>& miss_local,
                  uint64_t& cyclic_base) const;
-  // place() and place_beside(): empty when only evicting everything would not make room.
+  // place() and place_beside(): empty when only evicting everything would not make room
+  // (without `evict`: when the requests do not fit beside the entries as they are, the table
+  // unchanged).
   std::optional<SegmentLayout> place_among(const std::vector<StaticRequest>& requests,
                                            uint64_t cyclic_bytes,
                                            const std::vector<std::pair<uint64_t, uint64_t>>& busy,
-                                           std::optional<uint64_t> ring);
+                                           std::optional<uint64_t> ring, bool evict);
 
   // Entries lie in the order of their local addresses (they never overlap there), so that the
   // free gaps are found in one pass.
