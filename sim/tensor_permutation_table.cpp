@@ -59,7 +59,7 @@ bool TensorPermutationTable::try_place(const std::vector<uint64_t>& miss_bytes,
                                        std::optional<uint64_t> ring,
                                        std::vector<uint64_t>& miss_local,
                                        uint64_t& cyclic_base) const {
-  const uint64_t usable = capacity_ / isa::kTileAlign * isa::kTileAlign;
+  const uint64_t usable = usable_bytes();
   std::vector<Gap> gaps;
   uint64_t at = 0;
   if (busy.empty()) {
@@ -241,8 +241,12 @@ std::optional<uint64_t> TensorPermutationTable::lookup(const isa::TensorRef& vie
   return std::nullopt;
 }
 
+uint64_t TensorPermutationTable::usable_bytes() const {
+  return capacity_ / isa::kTileAlign * isa::kTileAlign;
+}
+
 bool TensorPermutationTable::is_free(uint64_t begin, uint64_t end) const {
-  if (end > capacity_ / isa::kTileAlign * isa::kTileAlign) return false;
+  if (end > usable_bytes()) return false;
   if (entries_)
     for (const Entry& e : *entries_)
       if (e.local < end && begin < e.local + e.bytes) return false;

@@ -84,6 +84,8 @@ class TensorPermutationTable {
 
   size_t size() const { return entries_ ? entries_->size() : 0; }
   uint64_t capacity() const { return capacity_; }
+  // The capacity in whole tiles (isa::kTileAlign): what placements may use.
+  uint64_t usable_bytes() const;
   // A digest of the views and their places (not the order of use, which only same_contents()
   // compares): equal tables have equal digests. Folding uses it to pick the nodes that may
   // behave alike; same_contents() decides.
