@@ -16,8 +16,6 @@
 namespace fracsim::sim {
 namespace {
 
-uint64_t sub_block(uint64_t bytes, int n) { return bytes / n / isa::kTileAlign * isa::kTileAlign; }
-
 bool overlaps(std::pair<uint64_t, uint64_t> a, std::pair<uint64_t, uint64_t> b) {
   return a.first < b.second && b.first < a.second;
 }
@@ -102,7 +100,7 @@ void size_accumulator(const isa::OpDef& op, const isa::OpTable& ops, Instruction
 InstructionPlan plan_for(const isa::OpDef& op, const isa::OpTable& ops,
                          const isa::Instruction& instr, const NodeShape& node) {
   const int n = node.pipeline_depth;
-  const uint64_t budget = sub_block(node.capacity, n);
+  const uint64_t budget = isa::sub_block_bytes(node.capacity, n);
   // A sub-block is as large as the largest piece needs, no larger: what is left over keeps
   // earlier static tiles resident for later instructions.
   auto finish = [&](InstructionPlan plan) {
@@ -166,7 +164,8 @@ InstructionPlan plan_for(const isa::OpDef& op, const isa::OpTable& ops,
   InstructionPlan safe =
       finish(with_static_operands(op, instr, isa::plan_sequential(op, ops, instr, sub)));
   const uint64_t s = static_bytes(safe);
-  const uint64_t tight_budget = s == 0 || n == 1 ? 0 : sub_block(node.capacity - s, n) + s;
+  const uint64_t tight_budget =
+      s == 0 || n == 1 ? 0 : isa::sub_block_bytes(node.capacity - s, n) + s;
   if (tight_budget > budget) {
     sub.bytes = tight_budget;
     InstructionPlan tight =
@@ -345,9 +344,9 @@ void check_smallest_piece(const isa::OpDef& op, const isa::OpTable& ops,
     key = congruence_key(piece);
     if (fits->count(key)) return;
   }
-  isa::sequential(
-      op, ops, piece,
-      isa::NodeBudget{sub_block(node.capacity, node.pipeline_depth), node.fanout, node.where});
+  isa::sequential(op, ops, piece,
+                  isa::NodeBudget{isa::sub_block_bytes(node.capacity, node.pipeline_depth),
+                                  node.fanout, node.where});
   if (fits) fits->insert(std::move(key));
 }
 

@@ -24,8 +24,6 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-uint64_t sub_block(uint64_t bytes, int n) { return bytes / n / isa::kTileAlign * isa::kTileAlign; }
-
 // The tile with each length as plan_tiling cuts it: ceil(extent / pieces). Tilings equal here
 // give the same pieces.
 std::vector<int64_t> rebalanced(const std::vector<int64_t>& ext, std::vector<int64_t> tile) {
@@ -145,7 +143,8 @@ OracleResult map_instruction(const MachineSpec& spec, const isa::OpTable& ops,
   // The space: the product of the tile lengths per dim, those legal and fitting as the policy
   // counts memory (the static inputs once, N sub-blocks for the rest), each with the partitions
   // of its largest piece.
-  isa::NodeBudget budget{sub_block(shape.capacity, shape.pipeline_depth), r.fanout, shape.where};
+  isa::NodeBudget budget{isa::sub_block_bytes(shape.capacity, shape.pipeline_depth), r.fanout,
+                         shape.where};
   budget.capacity = shape.capacity;
   budget.depth = shape.pipeline_depth;
   budget.model = &model;

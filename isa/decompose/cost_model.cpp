@@ -15,8 +15,6 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-uint64_t sub_block(uint64_t bytes, int n) { return bytes / n / kTileAlign * kTileAlign; }
-
 // Bytes the piece reads and writes in its parent's memory (broadcast dims once).
 void piece_traffic(const OpDef& op, const Instruction& piece, double& read, double& written) {
   read = written = 0;
@@ -313,7 +311,7 @@ double CostModel::quick_cycles(int l, const OpDef& op, const OpTable& ops,
   const double ex = execute_cycles(l, op, ops, instr);
   const double pieces = std::max(
       1.0, std::ceil((read + written) /
-                     std::max(1.0, static_cast<double>(sub_block(lc.capacity, lc.depth)))));
+                     std::max(1.0, static_cast<double>(sub_block_bytes(lc.capacity, lc.depth)))));
   const double longest = std::max({in, ex, out});
   const double t = longest + (in + ex + out - longest) / pieces + 2 * lc.latency_cycles;
   cache.emplace(std::move(packed), t);
@@ -327,7 +325,7 @@ double CostModel::node_cycles(int l, const OpDef& op, const OpTable& ops,
   put_planning_key(op, instr, packed);
   if (auto it = cache.find(packed); it != cache.end()) return it->second;
   const LevelCost& lc = level(l);
-  NodeBudget budget{sub_block(lc.capacity, lc.depth), lc.fanout, lc.name};
+  NodeBudget budget{sub_block_bytes(lc.capacity, lc.depth), lc.fanout, lc.name};
   budget.model = this;
   budget.level = l;
   budget.resident = lc.resident;

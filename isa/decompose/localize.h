@@ -12,6 +12,11 @@ namespace fracsim::isa {
 // Local tiles start on this boundary (bytes).
 constexpr uint64_t kTileAlign = 64;
 
+// One of a node's `depth` cyclic sub-blocks in `capacity` bytes of local memory, in whole tiles.
+constexpr uint64_t sub_block_bytes(uint64_t capacity, int depth) {
+  return capacity / static_cast<uint64_t>(depth) / kTileAlign * kTileAlign;
+}
+
 struct Transfer {
   TensorRef parent;  // the view in the parent's memory
   TensorRef local;   // the dense tile in this node's memory
