@@ -46,6 +46,7 @@ void TensorPermutationTable::insert_by_local(std::vector<Entry>& table, Entry e)
 
 std::vector<TensorPermutationTable::Entry>& TensorPermutationTable::entries() {
   digest_known_ = false;
+  spans_.reset();
   if (!entries_)
     entries_ = std::make_shared<std::vector<Entry>>();
   else if (entries_.use_count() > 1)
@@ -161,6 +162,9 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
     const std::vector<StaticRequest>& requests, uint64_t cyclic_bytes,
     const std::vector<std::pair<uint64_t, uint64_t>>& busy, std::optional<uint64_t> ring,
     bool evict) {
+  // A placement that only hits changes the uses, not the spans: the span index stays.
+  const std::shared_ptr<const SpanIndex> spans = spans_;
+  bool evicted = false;
   std::vector<Entry>& table = entries();  // unshared from here on
   // Requests naming the same view share one tile.
   std::vector<size_t> uniq_of(requests.size());
@@ -210,6 +214,7 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
       for (size_t u = 0; u < uniq.size(); ++u)
         for (Entry& e : table)
           if (e.view == requests[uniq[u]].view) e.last_use = ++clock_;
+      if (misses.empty() && !evicted) spans_ = spans;
       SegmentLayout out;
       out.cyclic_base = cyclic_base;
       out.local.reserve(requests.size());
@@ -221,7 +226,10 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
       }
       return out;
     }
-    if (!evict) return std::nullopt;
+    if (!evict) {
+      spans_ = spans;  // nothing changed
+      return std::nullopt;
+    }
     // Evict the least recently used entry, unpinned ones first.
     int victim = -1;
     for (int pass = 0; pass < 2 && victim < 0; ++pass)
@@ -231,6 +239,7 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
       }
     if (victim < 0) return std::nullopt;
     table.erase(table.begin() + victim);
+    evicted = true;
   }
 }
 
@@ -255,19 +264,40 @@ bool TensorPermutationTable::is_free(uint64_t begin, uint64_t end) const {
 
 void TensorPermutationTable::keep(const isa::TensorRef& view, uint64_t local, uint64_t bytes) {
   Entry kept = make_entry(view, local, bytes, ++clock_);
-  invalidate(kept.span_begin, kept.span_end);
   std::vector<Entry>& all = entries();
-  all.erase(std::remove_if(all.begin(), all.end(),
-                           [&](const Entry& e) {
-                             return e.local < local + bytes && local < e.local + e.bytes;
-                           }),
-            all.end());
+  all.erase(
+      std::remove_if(all.begin(), all.end(),
+                     [&](const Entry& e) {
+                       return (e.span_begin < kept.span_end && kept.span_begin < e.span_end) ||
+                              (e.local < local + bytes && local < e.local + e.bytes);
+                     }),
+      all.end());
   insert_by_local(all, std::move(kept));
 }
 
+const TensorPermutationTable::SpanIndex& TensorPermutationTable::span_index() const {
+  if (!spans_) {
+    auto index = std::make_shared<SpanIndex>();
+    index->spans.reserve(size());
+    if (entries_)
+      for (const Entry& e : *entries_) {
+        index->spans.emplace_back(e.span_begin, e.span_end);
+        index->lo = std::min(index->lo, e.span_begin);
+        index->hi = std::max(index->hi, e.span_end);
+      }
+    spans_ = std::move(index);
+  }
+  return *spans_;
+}
+
 int TensorPermutationTable::invalidate(uint64_t begin, uint64_t end) {
+  if (size() == 0) return 0;
+  const SpanIndex& index = span_index();
+  if (end <= index.lo || index.hi <= begin ||
+      std::none_of(index.spans.begin(), index.spans.end(),
+                   [&](const auto& s) { return s.first < end && begin < s.second; }))
+    return 0;
   auto stale = [&](const Entry& e) { return e.span_begin < end && begin < e.span_end; };
-  if (!entries_ || std::none_of(entries_->begin(), entries_->end(), stale)) return 0;
   std::vector<Entry>& all = entries();
   const auto before = all.size();
   all.erase(std::remove_if(all.begin(), all.end(), stale), all.end());

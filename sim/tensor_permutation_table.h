@@ -122,12 +122,22 @@ class TensorPermutationTable {
   // free gaps are found in one pass.
   static void insert_by_local(std::vector<Entry>& table, Entry e);
   // Copy on write: folding copies whole subtrees of tables, most of them unchanged since.
-  // The only way to change the entries; it forgets the cached digest.
+  // The only way to change the entries; it forgets the cached digest and span index.
   std::vector<Entry>& entries();
 
   uint64_t capacity_;
   uint64_t clock_ = 0;  // use stamps
   std::shared_ptr<std::vector<Entry>> entries_;
+  // The entries' spans in the parent memory, packed, and their hull: invalidate() is called
+  // for every span any sibling writes and seldom finds anything, which these answer without
+  // reading the entries. Built when first asked after a change; shared by the copies that
+  // share the entries.
+  struct SpanIndex {
+    std::vector<std::pair<uint64_t, uint64_t>> spans;
+    uint64_t lo = UINT64_MAX, hi = 0;
+  };
+  const SpanIndex& span_index() const;
+  mutable std::shared_ptr<const SpanIndex> spans_;
   // digest() of the entries, once computed: folding asks for the digests of every child after
   // each instruction, and most tables (copies among them) have not changed since.
   mutable uint64_t digest_ = 0;

@@ -108,6 +108,37 @@ TEST_CASE("a write drops exactly the entries it meets, an output kept since amon
   CHECK(tpt.size() == 0);
 }
 
+TEST_CASE("a write inside a long entry's span is found past the shorter ones that begin later") {
+  TensorPermutationTable tpt(8192);
+  // Spans [0x1000,0x2000), [0x1400,0x1440) and [0x3000,0x3040): a write at 0x1800 meets only
+  // the first, whose span ends after the second's.
+  tpt.place({request(0x1000, 1024), request(0x1400, 16), request(0x3000, 16)}, 0);
+  const TensorPermutationTable copy = tpt;  // shares the entries until either changes
+  CHECK(tpt.invalidate(0x1800, 0x1804) == 1);
+  CHECK(!tpt.lookup(request(0x1000, 1024).view));
+  CHECK(tpt.invalidate(0x1800, 0x1804) == 0);  // asked again of the changed table
+  CHECK(tpt.invalidate(0x1440, 0x3000) == 0);
+  CHECK(tpt.invalidate(0x143c, 0x3001) == 2);
+  CHECK(tpt.size() == 0);
+  CHECK(copy.size() == 3);  // the copy kept its entries
+  CHECK(copy.lookup(request(0x1000, 1024).view));
+}
+
+TEST_CASE("a write finds the entries placed, hit and evicted since the last write looked") {
+  TensorPermutationTable tpt(512);  // room for two 256-byte tiles
+  tpt.place({request(0x1000, 64)}, 0);
+  CHECK(tpt.invalidate(0x9000, 0x9004) == 0);  // the table as it is now has been looked at
+  tpt.place({request(0x2000, 64)}, 0);         // a miss, placed since
+  tpt.place({request(0x1000, 64)}, 0);         // a hit: only its use changes
+  CHECK(tpt.invalidate(0x2000, 0x2004) == 1);
+  tpt.place({request(0x2000, 64)}, 0);
+  CHECK(tpt.invalidate(0x9000, 0x9004) == 0);
+  tpt.place({request(0x3000, 64)}, 0);  // evicts 0x1000, the least recently used
+  CHECK(tpt.invalidate(0x1000, 0x1004) == 0);
+  CHECK(tpt.invalidate(0x3000, 0x3100) == 1);
+  CHECK(tpt.invalidate(0x2000, 0x2100) == 1);
+}
+
 TEST_CASE("tables that differ only in their order of use share a digest, not their contents") {
   TensorPermutationTable a(1024), b(1024);
   for (TensorPermutationTable* t : {&a, &b})
