@@ -12,6 +12,9 @@ struct Gap {
   uint64_t begin, end;
 };
 
+// Whether [b1, e1) and [b2, e2) share a byte.
+bool meets(uint64_t b1, uint64_t e1, uint64_t b2, uint64_t e2) { return b1 < e2 && b2 < e1; }
+
 // FNV-1a over 64-bit words, then a xorshift: each step is a bijection of h, so sequences that
 // differ in one word never collide.
 struct Digest {
@@ -162,8 +165,16 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
     const std::vector<StaticRequest>& requests, uint64_t cyclic_bytes,
     const std::vector<std::pair<uint64_t, uint64_t>>& busy, std::optional<uint64_t> ring,
     bool evict) {
-  // A placement that only hits changes the uses, not the spans: the span index stays.
+  // A placement that only hits changes the entries' uses, not their views or places: what is
+  // derived from those alone (the digest, the span copy) stays.
   const std::shared_ptr<const SpanIndex> spans = spans_;
+  const uint64_t digest = digest_;
+  const bool digest_known = digest_known_;
+  auto unchanged = [&] {
+    spans_ = spans;
+    digest_ = digest;
+    digest_known_ = digest_known;
+  };
   bool evicted = false;
   std::vector<Entry>& table = entries();  // unshared from here on
   // Requests naming the same view share one tile.
@@ -214,7 +225,7 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
       for (size_t u = 0; u < uniq.size(); ++u)
         for (Entry& e : table)
           if (e.view == requests[uniq[u]].view) e.last_use = ++clock_;
-      if (misses.empty() && !evicted) spans_ = spans;
+      if (misses.empty() && !evicted) unchanged();
       SegmentLayout out;
       out.cyclic_base = cyclic_base;
       out.local.reserve(requests.size());
@@ -227,7 +238,7 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
       return out;
     }
     if (!evict) {
-      spans_ = spans;  // nothing changed
+      unchanged();
       return std::nullopt;
     }
     // Evict the least recently used entry, unpinned ones first.
@@ -258,20 +269,20 @@ bool TensorPermutationTable::is_free(uint64_t begin, uint64_t end) const {
   if (end > usable_bytes()) return false;
   if (entries_)
     for (const Entry& e : *entries_)
-      if (e.local < end && begin < e.local + e.bytes) return false;
+      if (meets(e.local, e.local + e.bytes, begin, end)) return false;
   return true;
 }
 
 void TensorPermutationTable::keep(const isa::TensorRef& view, uint64_t local, uint64_t bytes) {
   Entry kept = make_entry(view, local, bytes, ++clock_);
   std::vector<Entry>& all = entries();
-  all.erase(
-      std::remove_if(all.begin(), all.end(),
-                     [&](const Entry& e) {
-                       return (e.span_begin < kept.span_end && kept.span_begin < e.span_end) ||
-                              (e.local < local + bytes && local < e.local + e.bytes);
-                     }),
-      all.end());
+  all.erase(std::remove_if(all.begin(), all.end(),
+                           [&](const Entry& e) {
+                             return meets(e.span_begin, e.span_end, kept.span_begin,
+                                          kept.span_end) ||
+                                    meets(e.local, e.local + e.bytes, local, local + bytes);
+                           }),
+            all.end());
   insert_by_local(all, std::move(kept));
 }
 
@@ -295,9 +306,9 @@ int TensorPermutationTable::invalidate(uint64_t begin, uint64_t end) {
   const SpanIndex& index = span_index();
   if (end <= index.lo || index.hi <= begin ||
       std::none_of(index.spans.begin(), index.spans.end(),
-                   [&](const auto& s) { return s.first < end && begin < s.second; }))
+                   [&](const auto& s) { return meets(s.first, s.second, begin, end); }))
     return 0;
-  auto stale = [&](const Entry& e) { return e.span_begin < end && begin < e.span_end; };
+  auto stale = [&](const Entry& e) { return meets(e.span_begin, e.span_end, begin, end); };
   std::vector<Entry>& all = entries();
   const auto before = all.size();
   all.erase(std::remove_if(all.begin(), all.end(), stale), all.end());

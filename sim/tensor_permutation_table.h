@@ -122,7 +122,7 @@ class TensorPermutationTable {
   // free gaps are found in one pass.
   static void insert_by_local(std::vector<Entry>& table, Entry e);
   // Copy on write: folding copies whole subtrees of tables, most of them unchanged since.
-  // The only way to change the entries; it forgets the cached digest and span index.
+  // The only way to change the entries; it forgets the cached digest and span copy.
   std::vector<Entry>& entries();
 
   uint64_t capacity_;

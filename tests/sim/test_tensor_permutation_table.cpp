@@ -128,8 +128,12 @@ TEST_CASE("a write finds the entries placed, hit and evicted since the last writ
   TensorPermutationTable tpt(512);  // room for two 256-byte tiles
   tpt.place({request(0x1000, 64)}, 0);
   CHECK(tpt.invalidate(0x9000, 0x9004) == 0);  // the table as it is now has been looked at
-  tpt.place({request(0x2000, 64)}, 0);         // a miss, placed since
-  tpt.place({request(0x1000, 64)}, 0);         // a hit: only its use changes
+  const uint64_t one = tpt.digest();
+  tpt.place({request(0x2000, 64)}, 0);  // a miss, placed since
+  const uint64_t two = tpt.digest();
+  CHECK(two != one);
+  tpt.place({request(0x1000, 64)}, 0);  // a hit: only its use changes
+  CHECK(tpt.digest() == two);
   CHECK(tpt.invalidate(0x2000, 0x2004) == 1);
   tpt.place({request(0x2000, 64)}, 0);
   CHECK(tpt.invalidate(0x9000, 0x9004) == 0);
