@@ -146,6 +146,12 @@ struct Tables {
                           "a node takes its parent's next instruction while the pieces of the one "
                           "before still drain through its pipeline")
                   .defaults_to("true"),
+              boolean_key("prefetch",
+                          "a piece's loads that no unfinished write holds back start before "
+                          "those that wait for one; a node takes its parent's next instruction "
+                          "before the one whose output it reads has finished, and loads that "
+                          "output once it has")
+                  .defaults_to("true"),
               mapping_key("leaf", leaf, "the compute units of the leaves").only_leaf()}};
     std::vector<std::string> policies;
     for (isa::Policy p : {isa::Policy::halving, isa::Policy::search})

@@ -274,7 +274,8 @@ std::vector<HeldOutput> held_outputs(const isa::OpDef& op, const InstructionPlan
     uint64_t group = 0;
     for (size_t i = 0; i < n; ++i) {
       if (plan.holds_output[i]) continue;
-      ends.emplace_back(i, layout.cyclic_base + (group % depth) * plan.subblock_bytes);
+      ends.emplace_back(
+          i, layout.cyclic_base + ((first_subblock + group) % depth) * plan.subblock_bytes);
       ++group;
     }
     for (size_t e = ends.size() > static_cast<size_t>(depth) ? ends.size() - depth : 0;

@@ -85,7 +85,8 @@ std::vector<StaticRequest> translated_requests(const InstructionPlan& plan,
 // non-static operands one after another from the sub-block's base, each aligned to kTileAlign;
 // piece i takes sub-block (first_subblock + i) % depth (first_subblock: where the node's
 // rotation stood, 0 unless it continued an overlapped instruction's, LevelSpec::overlap). With
-// resident partial sums, the output tiles of the last `depth` groups, in their accumulators.
+// resident partial sums, the output tiles of the last `depth` groups, in their accumulators
+// (group g's in sub-block (first_subblock + g) % depth).
 struct HeldOutput {
   int operand = 0;
   isa::TensorRef view;

@@ -92,6 +92,7 @@ LevelSpec read_level(ConfigMapping& m, size_t index, uint64_t parent_clock) {
   spec.keep_outputs = m.boolean("keep_outputs");
   spec.resident_partial_sums = m.boolean("resident_partial_sums");
   spec.overlap = m.boolean("overlap");
+  spec.prefetch = m.boolean("prefetch");
   spec.is_leaf = m.applies("leaf");
   if (spec.is_leaf) read_leaf(m, spec);
   return spec;

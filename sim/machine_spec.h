@@ -102,6 +102,11 @@ struct LevelSpec {
   // through its pipeline: the parent issues the next piece's instructions to its children
   // before the previous piece's have finished (node_dispatch.cpp says when it can).
   bool overlap = false;
+  // A piece's loads that no unfinished write holds back (weights, say) start before those that
+  // wait for an earlier piece's write-back; and the parent hands this level's nodes an
+  // instruction that reads what its previous one writes before that one has finished: their
+  // loads of those bytes wait until it has (node.cpp, Node::ld_step).
+  bool prefetch = false;
   // Leaf level only.
   bool is_leaf = false;
   MatrixUnitSpec matrix;

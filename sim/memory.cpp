@@ -60,7 +60,6 @@ tlm::tlm_sync_enum Memory::nb_transport_fw(int, tlm::tlm_generic_payload& gp, tl
     return tlm::TLM_ACCEPTED;
   }
   FRACSIM_ASSERT(phase == tlm::END_RESP, "{}: unexpected phase {}", name(), phase.get_name());
-  if (gp.is_write() && on_write_) on_write_(ext->span_begin, ext->span_end);
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
   return tlm::TLM_COMPLETED;
 }

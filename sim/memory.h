@@ -12,12 +12,9 @@
 //    the aggregate; banks are not timed separately.
 //  - Data (functional mode): the storage is reached through DMI (get_direct_mem_ptr); the DMA
 //    engine copies strided tiles with it after the timed transaction.
-//  - Coherence: a write transaction's END_RESP calls the owner's write hook with the span it
-//    wrote, so that the owner can invalidate its children's tensor permutation tables.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 
 #include <tlm_utils/multi_passthrough_target_socket.h>
@@ -57,8 +54,6 @@ class Memory : public sc_core::sc_module {
   // The owner's view of its storage (empty in timing mode).
   isa::MemoryView view() { return {data_, data_ ? spec_.capacity : 0}; }
   const MemorySpec& spec() const { return spec_; }
-  // Called after every write transaction with the span written.
-  void set_write_hook(std::function<void(uint64_t, uint64_t)> hook) { on_write_ = std::move(hook); }
 
  private:
   tlm::tlm_sync_enum nb_transport_fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& phase,
@@ -74,7 +69,6 @@ class Memory : public sc_core::sc_module {
   std::vector<std::pair<int, sc_core::sc_event*>> waiting_;  // transfer id -> its done event
   // Made at the first transaction, during the run: a folded run builds memories it never uses.
   std::unique_ptr<sc_core::sc_event> wake_;
-  std::function<void(uint64_t, uint64_t)> on_write_;
 };
 
 }  // namespace fracsim::sim

@@ -46,7 +46,6 @@ Node::Node(const sc_core::sc_module_name& name, const MachineSpec& spec, int lev
       root_cyclic_base_(cyclic_base) {
   const MemorySpec& mem = is_root_ ? spec.root.memory : spec.levels[level].memory;
   memory_ = std::make_unique<Memory>("memory", mem, ctx_.functional);
-  memory_->set_write_hook([this](uint64_t b, uint64_t e) { invalidate_children(b, e); });
   if (is_root_) {
     FRACSIM_ASSERT(cyclic_base <= mem.capacity, "root: cyclic base beyond capacity");
     root_subblock_ = (mem.capacity - cyclic_base) / controller_.pipeline_depth / isa::kTileAlign *
@@ -155,6 +154,7 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, size_t index, int subblock, 
   p->route = route_;
   p->layer = layer_;
   p->weight = weight_;
+  p->after = after_;
   uint64_t base, end;
   if (is_root_) {
     // Operands already live in the main memory; only partial results need room.
@@ -170,6 +170,7 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, size_t index, int subblock, 
     end = base + plan_->subblock_bytes;
     uint64_t at = base + plan_->accumulator_bytes;
     uint64_t acc = layout_.cyclic_base + static_cast<uint64_t>(accumulator) * plan_->subblock_bytes;
+    p->accumulator_at = acc;
     for (size_t o = 0; o < op.operands.size(); ++o) {
       const isa::TensorRef& parent = part.operands[o];
       const bool out = op.operands[o].role == isa::OperandRole::out;
@@ -181,8 +182,10 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, size_t index, int subblock, 
         const size_t s = it - plan_->static_operands.begin();
         local = parent.packed_at(layout_.local[s]);
         const uint8_t role = broadcast_ ? broadcast_->role[s] : uint8_t{Broadcast::kOwn};
-        if (first && !layout_.hit[s] && role == Broadcast::kOwn)
+        if (first && !layout_.hit[s] && role == Broadcast::kOwn) {
           p->loads.push_back({parent, local});
+          p->load_operands.push_back(static_cast<int>(o));
+        }
         if (first && !layout_.hit[s] && role != Broadcast::kOwn) {
           p->broadcast = broadcast_;
           p->shared.push_back({parent, local});
@@ -202,13 +205,18 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, size_t index, int subblock, 
         if (isa::operand_is_read(op, part, o) && !p->continues) {
           if (first && layout_.out_hit)
             count(*p, Counter::resident_bytes, local.stored_bytes());
-          else
+          else {
             p->loads.push_back({parent, local});
+            p->load_operands.push_back(static_cast<int>(o));
+          }
         }
       } else {
         local = parent.packed_at(at);
         at = isa::align_up(at + local.stored_bytes(), isa::kTileAlign);
-        if (isa::operand_is_read(op, part, o)) p->loads.push_back({parent, local});
+        if (isa::operand_is_read(op, part, o)) {
+          p->loads.push_back({parent, local});
+          p->load_operands.push_back(static_cast<int>(o));
+        }
       }
       if (out) {
         if (!p->holds_output) p->stores.push_back({parent, local});
@@ -234,8 +242,11 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, size_t index, int subblock, 
   for (size_t o = 0; o < op.operands.size(); ++o) {
     const isa::TensorRef& view = part.operands[o];
     const bool out = op.operands[o].role == isa::OperandRole::out;
-    if (isa::operand_is_read(op, part, o) && !(out && (p->continues || (first && layout_.out_hit))))
+    if (isa::operand_is_read(op, part, o) &&
+        !(out && (p->continues || (first && layout_.out_hit)))) {
       p->reads.push_back(view);
+      p->read_operands |= operand_bit(o);
+    }
     if (out && !p->holds_output) p->writes.push_back(view);
   }
   return p;
@@ -297,9 +308,10 @@ void Node::id_step() {
               job.plan ? job.plan : std::make_shared<const InstructionPlan>(root_plan(job.instr));
           layout_ = job.layout;
           broadcast_ = job.broadcast;
+          after_ = std::move(job.after);
           // Below the root the cyclic segment may move between instructions (the parent says
           // where the rotation starts); the root keeps rotating through its sub-blocks.
-          if (!is_root_) next_subblock_ = job.first_subblock;
+          if (!is_root_) next_subblock_ = first_accumulator_ = job.first_subblock;
           q.instr = std::make_shared<const isa::Instruction>(std::move(job.instr));
           q.completion = job.completion;
           q.next_piece = 0;
@@ -321,16 +333,21 @@ void Node::id_step() {
           // before in it has written back.
           const bool resident = !plan_->holds_output.empty();
           const bool starts_group = resident && (i == 0 || !plan_->holds_output[i - 1]);
-          const int acc = starts_group && i > 0 ? (accumulator_ + 1) % controller_.pipeline_depth
-                                                : (i == 0 ? 0 : accumulator_);
-          if (starts_group && q.accumulator_busy[acc]) {
+          // The first group takes the sub-block the job's rotation starts at (Job::first_subblock),
+          // so that it need not wait for the accumulator of a job still draining there.
+          const int acc = !starts_group ? accumulator_
+                          : i == 0      ? first_accumulator_
+                                        : (accumulator_ + 1) % controller_.pipeline_depth;
+          const uint64_t acc_at =
+              layout_.cyclic_base + static_cast<uint64_t>(acc) * plan_->subblock_bytes;
+          if (starts_group && q.accumulators_busy.count(acc_at) > 0) {
             sc_core::next_trigger(q.written_back);
             return;
           }
           --q.free_subblocks;
           st.t0 = sc_core::sc_time_stamp();
           if (is_root_ && i == 0) ctx_.spans[ctx_.started++].start_ps = st.t0.value();
-          if (starts_group) q.accumulator_busy[acc] = true;
+          if (starts_group) q.accumulators_busy.insert(acc_at);
           accumulator_ = acc;
           Piece* p = make_piece(*q.op, i, next_subblock_, acc);
           next_subblock_ = (next_subblock_ + 1) % controller_.pipeline_depth;
@@ -397,7 +414,20 @@ uint64_t Node::load_requested(const Piece& p) const {
     if (r.ps > at &&
         (views_meet(r.writes, p.reads, ctx_.spec->hazards) || overlaps(r.local, loads)))
       at = r.ps;
+  for (const After& a : p.after)
+    if ((a.reads & p.read_operands) != 0 && a.settle->ps > at) at = a.settle->ps;
   return at;
+}
+
+const sc_core::sc_event* Node::held_back(const Piece& p, const std::vector<isa::TensorRef>& views,
+                                         uint64_t operands) const {
+  for (const Piece* e : pipe_->in_flight) {
+    if (e == &p) break;
+    if (views_meet(e->writes, views, ctx_.spec->hazards)) return &pipe_->written_back;
+  }
+  for (const After& a : p.after)
+    if (!a.settle->done && (a.reads & operands) != 0) return &a.settle->event;
+  return nullptr;
 }
 
 // LD: waits for the earlier pieces that write what this one reads, then loads its tiles.
@@ -405,7 +435,7 @@ void Node::ld_step() {
   guarded([&] {
     Pipeline& q = *pipe_;
     Pipeline::Stage& st = q.stages[kLd];
-    enum { kTake, kHazard, kBroadcast, kAwait, kLoad, kPass };
+    enum { kTake, kHazard, kEarly, kBroadcast, kAwait, kLoad, kPass };
     while (true) switch (st.step) {
         case kTake:
           if (!q.to_ld.take(st.piece)) return;
@@ -437,19 +467,59 @@ void Node::ld_step() {
         }
         case kHazard: {
           // Read-after-write: every earlier piece that writes what this one reads must have
-          // written back.
-          const Piece* p = st.piece;
-          for (const Piece* q2 : q.in_flight) {
-            if (q2 == p) break;
-            if (views_meet(q2->writes, p->reads, ctx_.spec->hazards)) {
-              sc_core::next_trigger(q.written_back);
-              return;
-            }
+          // written back. With prefetch below, only what this node loads itself waits here;
+          // the children wait for the rest (Job::after).
+          Piece* p = st.piece;
+          std::vector<isa::TensorRef> own;
+          uint64_t own_operands = 0;
+          const bool below = !is_leaf_ && ctx_.spec->levels[level_ + 1].prefetch;
+          if (below) {
+            for (const auto* ts : {&p->loads, &p->shared})
+              for (const isa::Transfer& t : *ts) own.push_back(t.parent);
+            for (int o : p->load_operands) own_operands |= operand_bit(static_cast<size_t>(o));
+            if (!p->shared.empty()) own_operands = p->read_operands;
           }
+          const sc_core::sc_event* held =
+              below ? held_back(*p, own, own_operands) : held_back(*p, p->reads, p->read_operands);
           // A node that takes an instruction while the one before drains (LevelSpec::overlap)
           // may have placed it over memory the earlier pieces still use: their write-back
           // frees it.
-          if (!is_root_ && ctx_.spec->levels[level_].overlap && overwrites_earlier(*p)) {
+          auto overwrites = [&] {
+            return !is_root_ && ctx_.spec->levels[level_].overlap && overwrites_earlier(*p);
+          };
+          if (held && !p->split_loads && !p->broadcast && !is_root_ &&
+              ctx_.spec->levels[level_].prefetch && !overwrites()) {
+            // Prefetch: the loads nothing holds back go first.
+            p->split_loads = true;
+            std::vector<isa::Transfer> late;
+            for (size_t t = 0; t < p->loads.size(); ++t) {
+              const bool waits = held_back(*p, {p->loads[t].parent},
+                                           operand_bit(static_cast<size_t>(p->load_operands[t])));
+              (waits ? late : p->early).push_back(std::move(p->loads[t]));
+            }
+            p->loads = std::move(late);
+            if (!p->early.empty()) {
+              count(*p, Counter::hazard_cycles, cycles_since(st.t0));
+              st.t0 = sc_core::sc_time_stamp();
+              uint64_t at = p->queued_ps;
+              std::vector<std::pair<uint64_t, uint64_t>> lands;
+              for (const isa::Transfer& t : p->early) lands.push_back(t.local.byte_span());
+              if (ctx_.spec->levels[level_].link.pipelined) {
+                for (const Pipeline::Retired& r : q.retired)
+                  if (r.ps > at && overlaps(r.local, lands)) at = r.ps;
+              } else {
+                at = UINT64_MAX;
+              }
+              begin_batch(DmaEngine::kRead, *p, p->early, at);
+              st.step = kEarly;
+              break;
+            }
+          }
+          if (held) {
+            sc_core::next_trigger(*held);
+            return;
+          }
+          if (overwrites()) {
             sc_core::next_trigger(q.written_back);
             return;
           }
@@ -466,6 +536,18 @@ void Node::ld_step() {
           }
           begin_batch(DmaEngine::kRead, *p, p->loads, load_requested(*p));
           st.step = kLoad;
+          break;
+        }
+        case kEarly: {
+          // The loads moved ahead of the hazard have arrived; the rest wait for it.
+          const Piece* p = st.piece;
+          uint64_t cycles = 0;
+          if (!batch_done(DmaEngine::kRead, p->early, cycles)) return;
+          count(*p, Counter::load_cycles, cycles);
+          count(*p, Counter::load_bytes, stored_bytes(p->early));
+          trace(kLd, *p, st.t0);
+          st.t0 = sc_core::sc_time_stamp();
+          st.step = kHazard;
           break;
         }
         case kLoad: {
@@ -570,11 +652,21 @@ void Node::wb_step() {
   guarded([&] {
     Pipeline& q = *pipe_;
     Pipeline::Stage& st = q.stages[kWb];
-    enum { kTake, kStore, kFinalize, kRetire };
+    enum { kTake, kSettled, kStore, kFinalize, kRetire };
     while (true) switch (st.step) {
-        case kTake: {
+        case kTake:
           if (!q.to_wb.take(st.piece)) return;
+          st.t0 = sc_core::sc_time_stamp();
+          st.step = kSettled;
+          break;
+        case kSettled: {
+          // Not over what an unfinished piece of the parent's still reads or writes.
           const Piece* p = st.piece;
+          for (const After& a : p->after)
+            if (a.writes && !a.settle->done && !p->writes.empty()) {
+              sc_core::next_trigger(a.settle->event);
+              return;
+            }
           st.t0 = sc_core::sc_time_stamp();
           begin_batch(DmaEngine::kWrite, *p, p->stores, p->queued_ps);
           st.step = kStore;
@@ -607,7 +699,12 @@ void Node::wb_step() {
             q.retired.push_back({std::move(p->writes), local_use(*p),
                                  static_cast<uint64_t>(sc_core::sc_time_stamp().value())});
           }
-          if (p->accumulator >= 0 && !p->holds_output) q.accumulator_busy[p->accumulator] = false;
+          if (p->accumulator >= 0 && !p->holds_output) q.accumulators_busy.erase(p->accumulator_at);
+          if (p->settle) {
+            p->settle->done = true;
+            p->settle->ps = sc_core::sc_time_stamp().value();
+            p->settle->event.notify(sc_core::SC_ZERO_TIME);
+          }
           q.written_back.notify(sc_core::SC_ZERO_TIME);
           ++q.free_subblocks;
           q.subblock_freed.notify(sc_core::SC_ZERO_TIME);

@@ -59,6 +59,29 @@ struct Completion {
   sc_core::sc_time finished;  // when `remaining` reached 0
 };
 
+// A parent's piece still running when a later piece that reads or writes what it touches
+// issued its children's instructions (LevelSpec::prefetch): their loads of what it writes
+// (`outs`), and their write-backs over what it reads or writes, wait until `done`, set when it
+// retires. Views of the parent's memory.
+struct Settle {
+  std::vector<isa::TensorRef> outs, reads;
+  bool done = false;
+  uint64_t ps = 0;  // when it was done
+  sc_core::sc_event event;
+};
+
+// A job's relation to one of them, by operand, so that the children of one class (which differ
+// by their operands' offsets) relate to it alike: the operands it reads that meet `outs`
+// (bit per operand), and whether what it writes meets `outs` or `reads`.
+struct After {
+  std::shared_ptr<const Settle> settle;
+  uint64_t reads = 0;
+  bool writes = false;
+  bool operator==(const After& o) const {
+    return settle == o.settle && reads == o.reads && writes == o.writes;
+  }
+};
+
 // The broadcasts of one dispatch over a shared medium (link.multicast): the children's first
 // loads start together; those taking part first move the broadcast bytes (each group's leader
 // reads them from the parent's memory once, for all its group), wait until every broadcast of
@@ -93,6 +116,8 @@ struct Job {
   // The cyclic sub-block its first piece takes: 0, or where the node's rotation stands when the
   // job follows one still draining (LevelSpec::overlap).
   int first_subblock = 0;
+  // The parent's pieces, unfinished when it was issued, whose memory it may read or write.
+  std::vector<After> after = {};
 };
 class Node;
 
@@ -264,6 +289,14 @@ class Node : public sc_core::sc_module {
   // queued for LD and the earlier pieces it waits for were written back; UINT64_MAX (the whole
   // latency) on a link that is not pipelined.
   uint64_t load_requested(const Piece& p) const;
+  // Whether an earlier piece in flight here writes what `views` read, or (LevelSpec::prefetch)
+  // an unfinished piece of the parent's writes what operands `operands` (a bit per operand)
+  // read; if so, the event to wait for.
+  const sc_core::sc_event* held_back(const Piece& p, const std::vector<isa::TensorRef>& views,
+                                     uint64_t operands) const;
+  // The earlier pieces in flight here, not yet retired, whose outputs `p`'s children read or
+  // write, or whose inputs they write; per child instruction, its relation to each.
+  std::vector<std::vector<After>> settles_for(const Piece& p);
   void trace(int stage, const Piece& p, const sc_core::sc_time& t0);
   void trace(int stage, const Piece& p, const sc_core::sc_time& t0, const sc_core::sc_time& t1);
   // After an instruction's last write-back (WB): its plan's finalize work on the parent's
@@ -312,6 +345,7 @@ class Node : public sc_core::sc_module {
   uint64_t root_cyclic_base_, root_subblock_ = 0;
   int next_subblock_ = 0;
   int accumulator_ = 0;  // resident partial sums: the current group's sub-block
+  int first_accumulator_ = 0;  // the job's first group's (Job::first_subblock)
 
   // The job being decoded.
   size_t tree_node_ = 0;
@@ -323,6 +357,7 @@ class Node : public sc_core::sc_module {
   SegmentLayout layout_;
   std::shared_ptr<const InstructionPlan> plan_;
   std::shared_ptr<const Broadcast> broadcast_;
+  std::vector<After> after_;
 
   std::unique_ptr<Pipeline> pipe_;  // null until the first instruction
 };

@@ -59,6 +59,13 @@ ChildRun child_run(const InstructionPlan& plan, const SegmentLayout& layout, int
   return r;
 }
 
+void append_after(std::vector<int64_t>& key, const std::vector<After>& after) {
+  for (const After& a : after) {
+    key.push_back(static_cast<int64_t>(a.reads));
+    key.push_back(a.writes ? 1 : 0);
+  }
+}
+
 void append_layout(std::vector<int64_t>& key, const SegmentLayout& layout) {
   key.push_back(static_cast<int64_t>(layout.cyclic_base));
   for (uint64_t l : layout.local) key.push_back(static_cast<int64_t>(l));
@@ -194,6 +201,42 @@ std::vector<std::shared_ptr<const Broadcast>> Node::plan_broadcasts(
   return out;
 }
 
+std::vector<std::vector<After>> Node::settles_for(const Piece& p) {
+  const isa::OpDef& op = *p.op;
+  const std::vector<isa::Instruction>& instrs = p.split.children;
+  std::vector<std::vector<After>> after(instrs.size());
+  if (!ctx_.spec->levels[level_ + 1].prefetch) return after;
+  const HazardCheck check = ctx_.spec->hazards;
+  const std::vector<isa::TensorRef> reads = local_reads(op, p.local);
+  for (Piece* o : pipe_->in_flight) {
+    if (o == &p) break;
+    const std::vector<isa::TensorRef> o_reads = local_reads(*o->op, o->local);
+    if (!views_meet(reads, o->local_outs, check) &&
+        !views_meet(p.local_outs, o->local_outs, check) &&
+        !views_meet(p.local_outs, o_reads, check))
+      continue;
+    if (!o->settle) {
+      o->settle = std::make_shared<Settle>();
+      o->settle->outs = o->local_outs;
+      o->settle->reads = o_reads;
+    }
+    const Settle& s = *o->settle;
+    for (size_t i = 0; i < instrs.size(); ++i) {
+      After a{o->settle};
+      for (size_t k = 0; k < op.operands.size(); ++k) {
+        const std::vector<isa::TensorRef> view{instrs[i].operands[k]};
+        if (isa::operand_is_read(op, instrs[i], k) && views_meet(view, s.outs, check))
+          a.reads |= operand_bit(k);
+        if (op.operands[k].role == isa::OperandRole::out &&
+            (views_meet(view, s.outs, check) || views_meet(view, s.reads, check)))
+          a.writes = true;
+      }
+      after[i].push_back(std::move(a));
+    }
+  }
+  return after;
+}
+
 void Node::dispatch(const Piece& p) {
   const isa::OpDef& op = *p.op;
   const std::vector<isa::Instruction>& instrs = p.split.children;
@@ -209,7 +252,12 @@ void Node::dispatch(const Piece& p) {
       if (const int o = accumulated_out(op, instrs[i]); o >= 0)
         held[i] = tree.tpt(child[i]).lookup(instrs[i].operands[static_cast<size_t>(o)]);
   // Whatever this piece's children and LFU write here is stale in every permutation table.
+  // Children write nowhere else here, so their write-backs drop nothing more: with prefetch
+  // below, tiles of these views placed for a later piece before then are what its children
+  // load once this piece has retired.
   for (const auto& w : local_writes) invalidate_children(w.first, w.second);
+  // Children that relate differently to the unfinished pieces here are not alike.
+  const std::vector<std::vector<After>> after = settles_for(p);
 
   std::vector<ChildClass> classes;
   const int child_depth = ctx_.spec->levels[level_ + 1].controller.pipeline_depth;
@@ -249,7 +297,7 @@ void Node::dispatch(const Piece& p) {
             place(i, translated_requests(*plan, instrs[first], instrs[i]), *plan);
         size_t c = begin;
         for (; c < classes.size(); ++c)
-          if (classes[c].layout == layout &&
+          if (classes[c].layout == layout && after[classes[c].members[0]] == after[i] &&
               tree.below_digest(child[classes[c].members[0]]) == tree.below_digest(child[i]) &&
               tree.same_below(child[classes[c].members[0]], child[i]))
             break;
@@ -314,6 +362,7 @@ void Node::dispatch(const Piece& p) {
         append_layout(key, classes[c].layout);
         if (broadcasts[c])
           key.insert(key.end(), broadcasts[c]->role.begin(), broadcasts[c]->role.end());
+        append_after(key, after[m]);
         keys[m] = std::move(key);
       }
     for (size_t i = 0; i < instrs.size(); ++i) {
@@ -326,9 +375,12 @@ void Node::dispatch(const Piece& p) {
   d.children.remaining = static_cast<int64_t>(classes.size());
   for (size_t c = 0; c < classes.size(); ++c) {
     ChildClass& k = classes[c];
-    d.runners[c]->submit(Job{instrs[k.members[0]], k.plan, k.layout, q.round.reps[c],
-                             k.members.size(), &d.children, ctx_.fold ? port_ : 0, p.layer,
-                             p.weight * k.members.size(), broadcasts[c]});
+    Job job{instrs[k.members[0]],  k.plan,           k.layout,
+            q.round.reps[c],       k.members.size(), &d.children,
+            ctx_.fold ? port_ : 0, p.layer,          p.weight * k.members.size(),
+            broadcasts[c]};
+    job.after = after[k.members[0]];
+    d.runners[c]->submit(std::move(job));
   }
 }
 
@@ -352,18 +404,41 @@ bool Node::dispatch_beside(const Piece& p) {
       if (!k.plan->finalize.empty()) return false;
   // The children of different pieces are not ordered against each other by their own
   // pipelines: no piece outstanding may read or write what this one's children write, nor
-  // write what they read.
+  // write what they read; with prefetch below they may (what they load of it, and their
+  // write-backs over it, wait until it has retired: Job::after), but not here, in the
+  // partial results this node combines.
   const HazardCheck check = ctx_.spec->hazards;
   const std::vector<isa::TensorRef> reads = local_reads(op, p.local);
+  const bool prefetch = ctx_.spec->levels[level_ + 1].prefetch;
   for (const auto& d : q.dispatches) {
     const Piece& o = *d->piece;
     const std::vector<isa::TensorRef> o_reads = local_reads(*o.op, o.local);
-    if (views_meet(p.local_outs, o.local_outs, check) || views_meet(reads, o.local_outs, check) ||
-        views_meet(p.local_outs, o_reads, check) || overlaps({p.scratch}, o.local_writes) ||
-        overlaps({o.scratch}, p.local_writes) || span_meets(p.scratch, o_reads) ||
-        span_meets(o.scratch, reads))
+    if ((!prefetch &&
+         (views_meet(p.local_outs, o.local_outs, check) || views_meet(reads, o.local_outs, check) ||
+          views_meet(p.local_outs, o_reads, check))) ||
+        overlaps({p.scratch}, o.local_writes) || overlaps({o.scratch}, p.local_writes) ||
+        span_meets(p.scratch, o_reads) || span_meets(o.scratch, reads))
       return false;
   }
+  // A child that would find in its memory, once its own earlier instruction ends, the very
+  // views it reads (that one's outputs, LevelSpec::keep_outputs) waits for it when that saves
+  // more bytes than the loads it could start early.
+  if (prefetch && ctx_.spec->levels[level_ + 1].keep_outputs)
+    for (const auto& d : q.dispatches) {
+      const isa::OpDef& o_op = *d->piece->op;
+      const std::vector<isa::Instruction>& o_instrs = d->piece->split.children;
+      for (size_t i = 0; i < instrs.size() && i < o_instrs.size(); ++i) {
+        uint64_t kept = 0, other = 0;
+        for (const isa::TensorRef& r : local_reads(op, instrs[i])) {
+          bool own = false;
+          for (size_t k = 0; k < o_op.operands.size(); ++k)
+            own = own ||
+                  (o_op.operands[k].role == isa::OperandRole::out && o_instrs[i].operands[k] == r);
+          (own ? kept : other) += r.stored_bytes();
+        }
+        if (kept > 0 && kept >= other) return false;
+      }
+    }
   for (const auto& w : p.local_writes) invalidate_children(w.first, w.second);
 
   const int depth = ctx_.spec->levels[level_ + 1].controller.pipeline_depth;
@@ -375,6 +450,7 @@ bool Node::dispatch_beside(const Piece& p) {
   std::vector<int> first(n, 0);
   std::vector<TensorPermutationTable> saved;
   saved.reserve(n);
+  const std::vector<std::vector<After>> after = settles_for(p);
   std::map<std::vector<int64_t>, size_t> planned;  // congruence key -> the child planned for it
   for (size_t i = 0; i < n; ++i) {
     child[i] = tree.child(p.tree_node, static_cast<int>(i));
@@ -406,6 +482,7 @@ bool Node::dispatch_beside(const Piece& p) {
     if (ring) first[i] = static_cast<int>((before.first + before.pieces) % depth);
     keys[i].push_back(static_cast<int64_t>(first[i]));
     append_layout(keys[i], layout[i]);
+    append_after(keys[i], after[i]);
   }
   // A static tile that two children load would be broadcast, splitting classes: not beside.
   bool fits = true;
@@ -465,6 +542,7 @@ bool Node::dispatch_beside(const Piece& p) {
             p.weight * k.members.size(),
             nullptr};
     job.first_subblock = first[rep];
+    job.after = after[rep];
     d.runners[c]->submit(std::move(job));
   }
   return true;

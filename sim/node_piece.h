@@ -2,10 +2,12 @@
 // node_dispatch.cpp share them; nothing outside Node includes this).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -33,6 +35,10 @@ inline bool views_meet(const std::vector<isa::TensorRef>& a, const std::vector<i
         return true;
   return false;
 }
+
+// An operand's bit in a mask of operands (Piece::read_operands, After::reads); an op with more
+// than 64 operands gives the 64th and later one bit, which only makes prefetch wait more.
+inline uint64_t operand_bit(size_t o) { return uint64_t{1} << std::min<size_t>(o, 63); }
 
 enum Stage { kId, kLd, kEx, kRd, kWb };
 constexpr const char* kStageName[] = {"ID", "LD", "EX", "RD", "WB"};
@@ -66,8 +72,18 @@ struct Node::Piece {
   // the previous piece's (nothing of them loaded; its EX starts after that piece's RD), and
   // whether its RD has combined its children's partial results.
   int accumulator = -1;
+  uint64_t accumulator_at = 0;  // its address
   bool holds_output = false, continues = false, reduced = false;
   uint64_t queued_ps = 0;  // when it entered the queue of the stage it is at or waits for
+  // LevelSpec::prefetch: the parent's unfinished pieces whose memory it may use (its job's);
+  // its loads moved ahead of a hazard, once split off; and, when a later piece's children
+  // were issued before it has retired, what they wait for.
+  std::vector<After> after;
+  std::vector<isa::Transfer> early;
+  std::vector<int> load_operands;  // the operand of each of `loads`
+  uint64_t read_operands = 0;      // a bit per operand in `reads`
+  bool split_loads = false;
+  std::shared_ptr<Settle> settle;
 };
 
 // What a child's instruction occupies in the child's memory while it runs, so that the next
@@ -102,8 +118,7 @@ struct Node::Pipeline {
         to_ex(depth),
         to_rd(depth),
         to_wb(depth),
-        free_subblocks(depth),
-        accumulator_busy(static_cast<size_t>(depth), false) {}
+        free_subblocks(depth) {}
 
   StageQueue<Job> inbox;  // the root's holds the program; below it, one job at a time
   StageQueue<Piece*> to_ld, to_ex, to_rd, to_wb;
@@ -120,7 +135,7 @@ struct Node::Pipeline {
     uint64_t ps = 0;
   };
   std::deque<Retired> retired;
-  std::vector<bool> accumulator_busy;  // per sub-block: a group's partial sums are in it
+  std::set<uint64_t> accumulators_busy;  // where groups' partial sums are (their addresses)
   sc_core::sc_event reduced;           // RD has finished a piece's LFU work
   sc_core::sc_event parked;            // never notified: a stage that failed waits on it
 

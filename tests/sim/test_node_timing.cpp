@@ -26,7 +26,7 @@ using namespace fracsim::sim;
 namespace {
 
 // The data-movement features off, as the tests derive their numbers without them unless they
-// say otherwise.
+// say otherwise; prefetch always off (tests/sim/test_overlap.cpp derives it).
 const std::string kMovementOff = "keep_outputs: false\n    resident_partial_sums: false";
 
 std::string one_level(int pipeline_depth, const std::string& capacity,
@@ -44,6 +44,7 @@ levels:
     memory: {{capacity: {}, bandwidth: 64 GB/s}}
     link: {{bandwidth: 16 GB/s, latency: 10 ns}}
     {}
+    prefetch: false
     leaf:
       matrix: {{rows: 4, cols: 4}}
       vector: {{lanes: 8}}

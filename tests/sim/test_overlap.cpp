@@ -25,7 +25,7 @@ namespace {
 
 const isa::OpTable& ops() { return isa::OpTable::builtin(); }
 
-std::string machine(bool overlap, const char* hazards = "tiles") {
+std::string machine(bool overlap, const char* hazards = "tiles", bool prefetch = false) {
   return fmt::format(R"(machine: m
 decomposer: halving
 hazards: {}
@@ -40,11 +40,12 @@ levels:
     link: {{bandwidth: 16 GB/s, latency: 10 ns}}
     keep_outputs: false
     overlap: {}
+    prefetch: {}
     leaf:
       matrix: {{rows: 4, cols: 4}}
       vector: {{lanes: 8}}
 )",
-                     hazards, overlap);
+                     hazards, overlap, prefetch);
 }
 
 isa::TensorRef f32(uint64_t address) {
@@ -73,10 +74,11 @@ isa::Program two_matmuls(uint64_t second_a) {
 }
 
 RunResult run(bool overlap, const isa::Program& p, Mode mode, TraceRecorder* trace = nullptr,
-              const char* hazards = "tiles") {
+              const char* hazards = "tiles", bool prefetch = false) {
   SimOptions o;
   o.trace = trace;
-  return simulate(parse_machine_spec(machine(overlap, hazards), "m.yaml"), ops(), p, mode, o);
+  return simulate(parse_machine_spec(machine(overlap, hazards, prefetch), "m.yaml"), ops(), p, mode,
+                  o);
 }
 
 uint64_t counter(const RunResult& r, int node, Counter c) { return r.nodes.at(node).stats[c]; }
@@ -159,6 +161,61 @@ TEST_CASE("two dependent instructions do not overlap: the second waits for the f
   TraceRecorder trace;
   run(true, p, Mode::timing, &trace);
   CHECK(trace.json().find(event(1, 1, 110, 26)) != std::string::npos);
+}
+
+TEST_CASE("prefetch: a dependent instruction loads its weights while the one before drains") {
+  // The second reads out1 (8192) as its a and its own b2 (12288): read after write on a only.
+  // Both: 1 cycle decode; LD of B bytes 10 + B / 16; EX 39; WB of out 256 B 26.
+  // prefetch off (overlap on): the root's LD holds the second until the first has written back
+  //   at 109 (107 hazard cycles); then leaf ID 109 -> 110, LD out1 + b2 512 B: 42: 110 -> 152,
+  //   EX 152 -> 191, WB 191 -> 217.                                                217 cycles
+  // prefetch on: the root's LD loads nothing, so it holds nothing: the root issues the second
+  //   at 2, beside the first, which the leaf's loads of out1 are to wait for. Leaf ID 2 -> 3;
+  //   at 44 its LD finds out1 held by the first (written back at 109), so b2 goes first:
+  //   256 B, 26: 44 -> 70; out1 waits (39 hazard cycles) until 109: 26: 109 -> 135,
+  //   EX 135 -> 174, WB 174 -> 200.                                                200 cycles
+  // The 17 cycles saved are the second's decode and b2's 16 cycles of transfer; its latency
+  // is paid twice, once per load.
+  isa::Program p = two_matmuls(8192);
+  p.instructions[1].operands[1] = f32(12288);
+  for (Mode mode : {Mode::timing, Mode::functional}) {
+    CAPTURE(mode == Mode::timing);
+    const RunResult off = run(true, p, mode, nullptr, "tiles", false);
+    CHECK(off.cycles == 217);
+    CHECK(counter(off, 0, Counter::hazard_cycles) == 107);
+    CHECK(counter(off, 0, Counter::overlapped_pieces) == 0);
+    CHECK(counter(off, 1, Counter::load_cycles) == 42 + 42);
+    CHECK(counter(off, 1, Counter::hazard_cycles) == 0);
+    const RunResult on = run(true, p, mode, nullptr, "tiles", true);
+    CHECK(on.cycles == 200);
+    CHECK(counter(on, 0, Counter::hazard_cycles) == 0);
+    CHECK(counter(on, 0, Counter::overlapped_pieces) == 1);
+    CHECK(counter(on, 1, Counter::load_cycles) == 42 + 26 + 26);
+    CHECK(counter(on, 1, Counter::load_bytes) == 512 + 512);
+    CHECK(counter(on, 1, Counter::hazard_cycles) == 39);
+    if (mode == Mode::functional) {
+      CHECK(on.memory == isa::run_reference(p, ops()));
+      CHECK(off.memory == on.memory);
+    }
+  }
+  TraceRecorder trace;
+  run(true, p, Mode::timing, &trace, "tiles", true);
+  const std::string json = trace.json();
+  for (const std::string& e : {event(1, 1, 2, 42), event(1, 1, 44, 26), event(1, 1, 109, 26),
+                               event(1, 2, 135, 39), event(1, 4, 174, 26)}) {
+    CAPTURE(e);
+    CHECK(json.find(e) != std::string::npos);
+  }
+  // Default on; like every level boolean, other values name the file, line and key.
+  std::string absent = machine(true, "tiles", false);
+  CHECK(!parse_machine_spec(absent, "m.yaml").levels[0].prefetch);
+  absent.erase(absent.find("    prefetch: false\n"), 20);
+  CHECK(parse_machine_spec(absent, "m.yaml").levels[0].prefetch);
+  std::string bad = machine(true, "tiles", true);
+  bad.replace(bad.find("prefetch: true"), 14, "prefetch: often");
+  CHECK_THROWS_WITH_AS(parse_machine_spec(bad, "m.yaml"),
+                       "m.yaml:15: levels[0].prefetch: expected true or false, got 'often'",
+                       ConfigError);
 }
 
 TEST_CASE("hazards: tiles lets a read beside an earlier strided output overlap where spans hold it") {
