@@ -404,18 +404,18 @@ bool Node::overwrites_earlier(const Piece& p) const {
   return false;
 }
 
-uint64_t Node::load_requested(const Piece& p) const {
+uint64_t Node::load_requested(const Piece& p, const std::vector<isa::TensorRef>& reads,
+                              uint64_t operands,
+                              const std::vector<std::pair<uint64_t, uint64_t>>& lands) const {
   if (is_root_ || !ctx_.spec->levels[level_].link.pipelined) return UINT64_MAX;
   // Queued, and every earlier piece it waits for (writing what it reads, or using the local
-  // memory it loads into) written back.
+  // memory it loads into) written back, and every piece of the parent's it waits for retired.
   uint64_t at = p.queued_ps;
-  const std::vector<std::pair<uint64_t, uint64_t>> loads = local_loads(p);
   for (const Pipeline::Retired& r : pipe_->retired)
-    if (r.ps > at &&
-        (views_meet(r.writes, p.reads, ctx_.spec->hazards) || overlaps(r.local, loads)))
+    if (r.ps > at && (views_meet(r.writes, reads, ctx_.spec->hazards) || overlaps(r.local, lands)))
       at = r.ps;
   for (const After& a : p.after)
-    if ((a.reads & p.read_operands) != 0 && a.settle->ps > at) at = a.settle->ps;
+    if ((a.reads & operands) != 0 && a.settle->ps > at) at = a.settle->ps;
   return at;
 }
 
@@ -492,25 +492,29 @@ void Node::ld_step() {
             // Prefetch: the loads nothing holds back go first.
             p->split_loads = true;
             std::vector<isa::Transfer> late;
+            std::vector<int> late_operands;
+            std::vector<isa::TensorRef> reads;
+            std::vector<std::pair<uint64_t, uint64_t>> lands;
+            uint64_t operands = 0;
             for (size_t t = 0; t < p->loads.size(); ++t) {
-              const bool waits = held_back(*p, {p->loads[t].parent},
-                                           operand_bit(static_cast<size_t>(p->load_operands[t])));
-              (waits ? late : p->early).push_back(std::move(p->loads[t]));
+              const uint64_t bit = operand_bit(static_cast<size_t>(p->load_operands[t]));
+              if (held_back(*p, {p->loads[t].parent}, bit)) {
+                late.push_back(std::move(p->loads[t]));
+                late_operands.push_back(p->load_operands[t]);
+              } else {
+                reads.push_back(p->loads[t].parent);
+                lands.push_back(p->loads[t].local.byte_span());
+                operands |= bit;
+                p->early.push_back(std::move(p->loads[t]));
+              }
             }
             p->loads = std::move(late);
+            p->load_operands = std::move(late_operands);
             if (!p->early.empty()) {
               count(*p, Counter::hazard_cycles, cycles_since(st.t0));
               st.t0 = sc_core::sc_time_stamp();
-              uint64_t at = p->queued_ps;
-              std::vector<std::pair<uint64_t, uint64_t>> lands;
-              for (const isa::Transfer& t : p->early) lands.push_back(t.local.byte_span());
-              if (ctx_.spec->levels[level_].link.pipelined) {
-                for (const Pipeline::Retired& r : q.retired)
-                  if (r.ps > at && overlaps(r.local, lands)) at = r.ps;
-              } else {
-                at = UINT64_MAX;
-              }
-              begin_batch(DmaEngine::kRead, *p, p->early, at);
+              begin_batch(DmaEngine::kRead, *p, p->early,
+                          load_requested(*p, reads, operands, lands));
               st.step = kEarly;
               break;
             }
@@ -534,7 +538,8 @@ void Node::ld_step() {
             st.step = kBroadcast;
             break;
           }
-          begin_batch(DmaEngine::kRead, *p, p->loads, load_requested(*p));
+          begin_batch(DmaEngine::kRead, *p, p->loads,
+                      load_requested(*p, p->reads, p->read_operands, local_loads(*p)));
           st.step = kLoad;
           break;
         }

@@ -288,7 +288,11 @@ class Node : public sc_core::sc_module {
   // When `p`'s load could be requested on a pipelined link (LinkSpec::pipelined): once it was
   // queued for LD and the earlier pieces it waits for were written back; UINT64_MAX (the whole
   // latency) on a link that is not pipelined.
-  uint64_t load_requested(const Piece& p) const;
+  // `reads`, `operands` and `lands`: what the load reads in the parent's memory, its operands'
+  // bits and where it lands here (a prefetched part of a piece's load: that part's).
+  uint64_t load_requested(const Piece& p, const std::vector<isa::TensorRef>& reads,
+                          uint64_t operands,
+                          const std::vector<std::pair<uint64_t, uint64_t>>& lands) const;
   // Whether an earlier piece in flight here writes what `views` read, or (LevelSpec::prefetch)
   // an unfinished piece of the parent's writes what operands `operands` (a bit per operand)
   // read; if so, the event to wait for.
