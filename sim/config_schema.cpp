@@ -142,6 +142,11 @@ struct Tables {
                           "a serial split along an accumulating reduce dim keeps each output tile "
                           "in local memory across its pieces")
                   .defaults_to("true"),
+              boolean_key("hold_partial_sums",
+                          "where the parent's pieces accumulate onto one tile, a node keeps its "
+                          "part of it in local memory from one of them to the next, writing it "
+                          "back after the last only")
+                  .defaults_to("true"),
               boolean_key("overlap",
                           "a node takes its parent's next instruction while the pieces of the one "
                           "before still drain through its pipeline")

@@ -86,7 +86,8 @@ std::vector<StaticRequest> translated_requests(const InstructionPlan& plan,
 // piece i takes sub-block (first_subblock + i) % depth (first_subblock: where the node's
 // rotation stood, 0 unless it continued an overlapped instruction's, LevelSpec::overlap). With
 // resident partial sums, the output tiles of the last `depth` groups, in their accumulators
-// (group g's in sub-block (first_subblock + g) % depth).
+// (group g's in sub-block (first_subblock + g) % depth: first_subblock is then the first
+// group's accumulator, Job::first_accumulator).
 struct HeldOutput {
   int operand = 0;
   isa::TensorRef view;

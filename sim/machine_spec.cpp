@@ -91,6 +91,7 @@ LevelSpec read_level(ConfigMapping& m, size_t index, uint64_t parent_clock) {
   spec.link = read_link(m);
   spec.keep_outputs = m.boolean("keep_outputs");
   spec.resident_partial_sums = m.boolean("resident_partial_sums");
+  spec.hold_partial_sums = m.boolean("hold_partial_sums");
   spec.overlap = m.boolean("overlap");
   spec.prefetch = m.boolean("prefetch");
   spec.is_leaf = m.applies("leaf");

@@ -98,6 +98,11 @@ struct LevelSpec {
   // the children accumulate into it in place; it is neither loaded for the accumulating pieces
   // nor written back before the last of them.
   bool resident_partial_sums = false;
+  // The same one level down: where the parent's pieces along a reduce dim accumulate onto one
+  // tile (its resident partial sums), a node keeps its part of that tile in its own memory from
+  // one of the parent's pieces to the next, writing it back after the last only, instead of
+  // after each (and loading it again).
+  bool hold_partial_sums = false;
   // A node takes its parent's next instruction while the pieces of the one before still drain
   // through its pipeline: the parent issues the next piece's instructions to its children
   // before the previous piece's have finished (node_dispatch.cpp says when it can).

@@ -143,7 +143,9 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, size_t index, int subblock, 
     p->accumulator = accumulator;
     p->holds_output = plan_->holds_output[index] != 0;
     p->continues = index > 0 && plan_->holds_output[index - 1] != 0;
+    if (hold_out_ && index + 1 == plan_->pieces.size()) p->holds_output = p->held_across = true;
   }
+  p->plan = plan_;
   p->op = &op;
   p->part = part;
   p->local = part;
@@ -220,8 +222,10 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, size_t index, int subblock, 
       }
       if (out) {
         if (!p->holds_output) p->stores.push_back({parent, local});
-        // The bytes it neither writes back nor (the next piece) loads again.
-        if (p->holds_output) count(*p, Counter::resident_bytes, 2 * local.stored_bytes());
+        // The bytes it neither writes back nor (the next piece) loads again; held for the
+        // parent's next piece, only the write-back (that piece counts its own load).
+        if (p->holds_output)
+          count(*p, Counter::resident_bytes, (p->held_across ? 1 : 2) * local.stored_bytes());
         p->local_writes.push_back(local.byte_span());
         p->local_outs.push_back(local);
       }
@@ -309,9 +313,14 @@ void Node::id_step() {
           layout_ = job.layout;
           broadcast_ = job.broadcast;
           after_ = std::move(job.after);
+          hold_out_ = job.hold_out;
           // Below the root the cyclic segment may move between instructions (the parent says
           // where the rotation starts); the root keeps rotating through its sub-blocks.
-          if (!is_root_) next_subblock_ = first_accumulator_ = job.first_subblock;
+          if (!is_root_) {
+            next_subblock_ = job.first_subblock;
+            first_accumulator_ =
+                job.first_accumulator >= 0 ? job.first_accumulator : job.first_subblock;
+          }
           q.instr = std::make_shared<const isa::Instruction>(std::move(job.instr));
           q.completion = job.completion;
           q.next_piece = 0;
@@ -704,7 +713,8 @@ void Node::wb_step() {
             q.retired.push_back({std::move(p->writes), local_use(*p),
                                  static_cast<uint64_t>(sc_core::sc_time_stamp().value())});
           }
-          if (p->accumulator >= 0 && !p->holds_output) q.accumulators_busy.erase(p->accumulator_at);
+          if (p->accumulator >= 0 && (!p->holds_output || p->held_across))
+            q.accumulators_busy.erase(p->accumulator_at);
           if (p->settle) {
             p->settle->done = true;
             p->settle->ps = sc_core::sc_time_stamp().value();

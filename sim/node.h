@@ -118,6 +118,12 @@ struct Job {
   int first_subblock = 0;
   // The parent's pieces, unfinished when it was issued, whose memory it may read or write.
   std::vector<After> after = {};
+  // Its last group keeps its output tile here, not written back: the parent's next piece
+  // continues it (LevelSpec::hold_partial_sums).
+  bool hold_out = false;
+  // The sub-block whose accumulator its first group continues (the tile its previous job kept:
+  // SegmentLayout::out_hit beside that job); -1: first_subblock's.
+  int first_accumulator = -1;
 };
 class Node;
 
@@ -298,6 +304,9 @@ class Node : public sc_core::sc_module {
   // read; if so, the event to wait for.
   const sc_core::sc_event* held_back(const Piece& p, const std::vector<isa::TensorRef>& views,
                                      uint64_t operands) const;
+  // Per child instruction of `p` (child: the children's MachineTree nodes), whether it keeps
+  // its output tile for the next piece (LevelSpec::hold_partial_sums).
+  std::vector<char> holds_for(const Piece& p, const std::vector<size_t>& child);
   // The earlier pieces in flight here, not yet retired, whose outputs `p`'s children read or
   // write, or whose inputs they write; per child instruction, its relation to each.
   std::vector<std::vector<After>> settles_for(const Piece& p);
@@ -362,6 +371,11 @@ class Node : public sc_core::sc_module {
   std::shared_ptr<const InstructionPlan> plan_;
   std::shared_ptr<const Broadcast> broadcast_;
   std::vector<After> after_;
+  bool hold_out_ = false;
+  // Per child: its last instruction kept its output tile without writing it back, which the
+  // next dispatch must continue.
+  std::vector<char> holding_;
+  std::vector<std::pair<uint64_t, int>> held_at_;  // its cyclic segment and the accumulator
 
   std::unique_ptr<Pipeline> pipe_;  // null until the first instruction
 };

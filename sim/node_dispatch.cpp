@@ -47,7 +47,8 @@ bool span_meets(std::pair<uint64_t, uint64_t> s, const std::vector<isa::TensorRe
 }
 
 // What a child's instruction holds while it runs: its static tiles and its cyclic segment.
-ChildRun child_run(const InstructionPlan& plan, const SegmentLayout& layout, int depth, int first) {
+ChildRun child_run(const InstructionPlan& plan, const SegmentLayout& layout, int depth, int first,
+                   int accumulator) {
   ChildRun r;
   for (size_t s = 0; s < plan.requests.size(); ++s)
     r.busy.emplace_back(layout.local[s], layout.local[s] + plan.requests[s].bytes);
@@ -55,6 +56,7 @@ ChildRun child_run(const InstructionPlan& plan, const SegmentLayout& layout, int
   r.ring_bytes = static_cast<uint64_t>(depth) * plan.subblock_bytes;
   r.busy.emplace_back(r.ring, r.ring + r.ring_bytes);
   r.first = first;
+  r.accumulator = accumulator;
   r.pieces = plan.pieces.size();
   return r;
 }
@@ -201,6 +203,42 @@ std::vector<std::shared_ptr<const Broadcast>> Node::plan_broadcasts(
   return out;
 }
 
+// The children that keep their output tile for this node's next piece instead of writing it
+// back (LevelSpec::hold_partial_sums): where the next piece accumulates onto the same tile
+// (this node keeps its own there: Piece::holds_output) and gives each of them the very view it
+// accumulates onto now, with a plan of one resident group in a cyclic segment of the same
+// size, so that it finds the tile where it left it (SegmentLayout::out_hit).
+std::vector<char> Node::holds_for(const Piece& p, const std::vector<size_t>& child) {
+  const isa::OpDef& op = *p.op;
+  const std::vector<isa::Instruction>& instrs = p.split.children;
+  std::vector<char> hold(instrs.size(), 0);
+  const LevelSpec& below = ctx_.spec->levels[level_ + 1];
+  if (!below.hold_partial_sums || !below.keep_outputs || !p.holds_output ||
+      !p.split.reductions.empty() || p.index + 1 >= p.plan->pieces.size())
+    return hold;
+  // The next piece as make_piece will give it: the same out tile (the accumulator), its own
+  // shapes; a split does not depend on the inputs' addresses.
+  const isa::Instruction& part = p.plan->pieces[p.index + 1];
+  isa::Instruction next = p.local;
+  next.attrs = part.attrs;
+  for (size_t o = 0; o < op.operands.size(); ++o)
+    if (op.operands[o].role != isa::OperandRole::out)
+      next.operands[o] = part.operands[o].packed_at(p.local.operands[o].address);
+  const isa::ParallelSplit split =
+      isa::parallel(op, *ctx_.ops, next, fanout_, 0, ctx_.model, level_);
+  if (split.children.size() != instrs.size() || !split.reductions.empty()) return hold;
+  for (size_t i = 0; i < instrs.size(); ++i) {
+    const isa::Instruction& later = split.children[i];
+    const int o = accumulated_out(op, later);
+    if (o < 0 || later.operands[o] != instrs[i].operands[o]) continue;
+    const auto now = child_plan(op, instrs[i], child[i]);
+    const auto then = child_plan(op, later, child[i]);
+    hold[i] = one_resident_group(*now) && one_resident_group(*then) &&
+              now->subblock_bytes == then->subblock_bytes;
+  }
+  return hold;
+}
+
 std::vector<std::vector<After>> Node::settles_for(const Piece& p) {
   const isa::OpDef& op = *p.op;
   const std::vector<isa::Instruction>& instrs = p.split.children;
@@ -258,13 +296,27 @@ void Node::dispatch(const Piece& p) {
   for (const auto& w : local_writes) invalidate_children(w.first, w.second);
   // Children that relate differently to the unfinished pieces here are not alike.
   const std::vector<std::vector<After>> after = settles_for(p);
+  const std::vector<char> hold = holds_for(p, child);
 
   std::vector<ChildClass> classes;
   const int child_depth = ctx_.spec->levels[level_ + 1].controller.pipeline_depth;
+  // A child that kept its tile for this piece: the accumulator its first group continues.
+  std::vector<int> continued(instrs.size(), -1);
+  const bool holding = holding_.size() == instrs.size();
   auto place = [&](size_t i, const std::vector<StaticRequest>& requests,
                    const InstructionPlan& plan) {
     TensorPermutationTable& table = tree.tpt(child[i]);
     const uint64_t cyclic = child_depth * plan.subblock_bytes;
+    // It continues in the cyclic segment it left (the same size: holds_for).
+    if (holding && holding_[i]) {
+      const auto [ring, acc] = held_at_[i];
+      if (table.is_free(ring, ring + cyclic))
+        if (auto layout = table.place_beside(requests, cyclic, {{ring, ring + cyclic}}, ring)) {
+          layout->out_hit = true;
+          continued[i] = acc;
+          return *layout;
+        }
+    }
     // Its pieces accumulating into one tile: the cyclic segment placed where the tile is, the
     // tile's first accumulator, when that room is free.
     if (held[i] && one_resident_group(plan) && table.is_free(*held[i], *held[i] + cyclic))
@@ -298,6 +350,8 @@ void Node::dispatch(const Piece& p) {
         size_t c = begin;
         for (; c < classes.size(); ++c)
           if (classes[c].layout == layout && after[classes[c].members[0]] == after[i] &&
+              hold[classes[c].members[0]] == hold[i] &&
+              continued[classes[c].members[0]] == continued[i] &&
               tree.below_digest(child[classes[c].members[0]]) == tree.below_digest(child[i]) &&
               tree.same_below(child[classes[c].members[0]], child[i]))
             break;
@@ -357,12 +411,15 @@ void Node::dispatch(const Piece& p) {
     std::vector<std::vector<int64_t>> keys(instrs.size());
     for (size_t c = 0; c < classes.size(); ++c)
       for (int m : classes[c].members) {
-        d.runs[m] = child_run(*classes[c].plan, classes[c].layout, child_depth, 0);
+        d.runs[m] = child_run(*classes[c].plan, classes[c].layout, child_depth, 0,
+                              std::max(continued[m], 0));
         std::vector<int64_t> key = congruence_key(instrs[m]);
         append_layout(key, classes[c].layout);
         if (broadcasts[c])
           key.insert(key.end(), broadcasts[c]->role.begin(), broadcasts[c]->role.end());
         append_after(key, after[m]);
+        key.push_back(hold[m]);
+        key.push_back(continued[m]);
         keys[m] = std::move(key);
       }
     for (size_t i = 0; i < instrs.size(); ++i) {
@@ -372,6 +429,16 @@ void Node::dispatch(const Piece& p) {
     }
     q.groups = std::move(groups);
   }
+  // A child that kept its tile for this piece finds it where it left it.
+  held_at_.assign(instrs.size(), {0, 0});
+  for (size_t c = 0; c < classes.size(); ++c)
+    for (int m : classes[c].members) {
+      FRACSIM_ASSERT(!holding || !holding_[m] || continued[m] >= 0,
+                     "{}: child {} kept its output tile for a piece that does not continue it",
+                     name(), m);
+      held_at_[m] = {classes[c].layout.cyclic_base, std::max(continued[m], 0)};
+    }
+  holding_ = hold;
   d.children.remaining = static_cast<int64_t>(classes.size());
   for (size_t c = 0; c < classes.size(); ++c) {
     ChildClass& k = classes[c];
@@ -380,6 +447,8 @@ void Node::dispatch(const Piece& p) {
             ctx_.fold ? port_ : 0, p.layer,          p.weight * k.members.size(),
             broadcasts[c]};
     job.after = after[k.members[0]];
+    job.hold_out = hold[k.members[0]] != 0;
+    job.first_accumulator = continued[k.members[0]];
     d.runners[c]->submit(std::move(job));
   }
 }
@@ -447,13 +516,15 @@ bool Node::dispatch_beside(const Piece& p) {
   std::vector<std::shared_ptr<const InstructionPlan>> plan(n);
   std::vector<std::vector<int64_t>> keys(n);
   std::vector<SegmentLayout> layout(n);
-  std::vector<int> first(n, 0);
+  std::vector<int> first(n, 0), accumulator(n, 0);
   std::vector<TensorPermutationTable> saved;
   saved.reserve(n);
   const std::vector<std::vector<After>> after = settles_for(p);
+  for (size_t i = 0; i < n; ++i) child[i] = tree.child(p.tree_node, static_cast<int>(i));
+  const std::vector<char> hold = holds_for(p, child);
+  bool continued = true;  // every child keeping a tile for this piece continues it
   std::map<std::vector<int64_t>, size_t> planned;  // congruence key -> the child planned for it
   for (size_t i = 0; i < n; ++i) {
-    child[i] = tree.child(p.tree_node, static_cast<int>(i));
     keys[i] = congruence_key(instrs[i]);
     auto [it, fresh] = planned.try_emplace(keys[i], i);
     const size_t f = it->second;
@@ -480,12 +551,25 @@ bool Node::dispatch_beside(const Piece& p) {
       if (!(ring && layout[i].cyclic_base == *ring)) ring.reset();
     }
     if (ring) first[i] = static_cast<int>((before.first + before.pieces) % depth);
+    accumulator[i] = first[i];
+    // A child keeping its tile for this piece continues it in the same accumulator, in the same
+    // cyclic segment (its plan has sub-blocks of the same size: holds_for).
+    if (holding_.size() == n && holding_[i]) {
+      if (ring && layout[i].cyclic_base == *ring) {
+        layout[i].out_hit = true;
+        accumulator[i] = before.accumulator;
+      } else {
+        continued = false;
+      }
+    }
     keys[i].push_back(static_cast<int64_t>(first[i]));
+    keys[i].push_back(static_cast<int64_t>(accumulator[i]));
+    keys[i].push_back(hold[i]);
     append_layout(keys[i], layout[i]);
     append_after(keys[i], after[i]);
   }
   // A static tile that two children load would be broadcast, splitting classes: not beside.
-  bool fits = true;
+  bool fits = continued;
   if (ctx_.spec->levels[level_ + 1].link.multicast && n > 1) {
     std::set<std::vector<int64_t>> loaded;
     for (size_t i = 0; i < n && fits; ++i) {
@@ -517,7 +601,11 @@ bool Node::dispatch_beside(const Piece& p) {
   d.start = sc_core::sc_time_stamp();
   d.runners = prev.runners;
   d.runs.resize(n);
-  for (size_t i = 0; i < n; ++i) d.runs[i] = child_run(*plan[i], layout[i], depth, first[i]);
+  for (size_t i = 0; i < n; ++i)
+    d.runs[i] = child_run(*plan[i], layout[i], depth, first[i], accumulator[i]);
+  holding_ = hold;
+  held_at_.resize(n);
+  for (size_t i = 0; i < n; ++i) held_at_[i] = {layout[i].cyclic_base, accumulator[i]};
   for (const ChildClass& k : prev.classes) {
     const int rep = k.members[0];
     // Its pieces must name the rep's own addresses.
@@ -542,7 +630,9 @@ bool Node::dispatch_beside(const Piece& p) {
             p.weight * k.members.size(),
             nullptr};
     job.first_subblock = first[rep];
+    job.first_accumulator = accumulator[rep];
     job.after = after[rep];
+    job.hold_out = hold[rep] != 0;
     d.runners[c]->submit(std::move(job));
   }
   return true;
@@ -568,7 +658,9 @@ void Node::dispatch_end(const Piece& p) {
     const std::vector<isa::Instruction>& instrs = p.split.children;
     for (const ChildClass& k : d.classes) {
       const isa::Instruction& first = instrs[k.members[0]];
-      const int from = d.runs.empty() ? 0 : d.runs[k.members[0]].first;
+      // Where its rotation started; with resident partial sums, its first group's accumulator.
+      const ChildRun* run = d.runs.empty() ? nullptr : &d.runs[k.members[0]];
+      const int from = !run ? 0 : k.plan->holds_output.empty() ? run->first : run->accumulator;
       const std::vector<HeldOutput> held =
           held_outputs(*p.op, *k.plan, k.layout, below.controller.pipeline_depth, from);
       for (int m : k.members)

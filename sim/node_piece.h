@@ -74,6 +74,10 @@ struct Node::Piece {
   int accumulator = -1;
   uint64_t accumulator_at = 0;  // its address
   bool holds_output = false, continues = false, reduced = false;
+  // The job's last piece keeps its tile for the parent's next piece (Job::hold_out): held,
+  // yet its accumulator is free for that job.
+  bool held_across = false;
+  std::shared_ptr<const InstructionPlan> plan;  // the job's
   uint64_t queued_ps = 0;  // when it entered the queue of the stage it is at or waits for
   // LevelSpec::prefetch: the parent's unfinished pieces whose memory it may use (its job's);
   // its loads moved ahead of a hazard, once split off; and, when a later piece's children
@@ -92,6 +96,7 @@ struct ChildRun {
   std::vector<std::pair<uint64_t, uint64_t>> busy;  // its static tiles and cyclic segment
   uint64_t ring = 0, ring_bytes = 0;                // its cyclic segment
   int first = 0;                                    // the sub-block its first piece takes
+  int accumulator = 0;                              // its first group's accumulator
   size_t pieces = 0;
 };
 

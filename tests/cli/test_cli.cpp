@@ -147,8 +147,8 @@ TEST_CASE("bad machine configs exit 2 naming file, line and key") {
   const Bad bad[] = {
       {"unknown.yaml", "    fanout: 2\n", "    fanout: 2\n    colour: red\n",
        "unknown.yaml:9: levels[0].colour: unknown key (expected one of: clock, decode_cycles, "
-       "fanout, keep_outputs, leaf, link, memory, name, overlap, pipeline_depth, "
-       "prefetch, resident_partial_sums)"},
+       "fanout, hold_partial_sums, keep_outputs, leaf, link, memory, name, overlap, "
+       "pipeline_depth, prefetch, resident_partial_sums)"},
       {"missing.yaml", "{bandwidth: 16 GB/s, latency: 10 ns}", "{latency: 10 ns}",
        "missing.yaml:10: levels[0].link.bandwidth: missing required key"},
       {"unit.yaml", "{bandwidth: 16 GB/s,", "{bandwidth: 16 GHz,",

@@ -53,8 +53,8 @@ TEST_CASE("config check --set: bad keys and values are the parser's errors, nami
         f + "levels.core.fanout=0: levels[1].fanout: must be at least 1, got 0\n");
   CHECK(error_of("levels[1].fanot=3") ==
         f + "levels[1].fanot=3: levels[1].fanot: unknown key (expected one of: clock, "
-            "decode_cycles, fanout, keep_outputs, leaf, link, memory, name, overlap, "
-            "pipeline_depth, prefetch, resident_partial_sums)\n");
+            "decode_cycles, fanout, hold_partial_sums, keep_outputs, leaf, link, memory, "
+            "name, overlap, pipeline_depth, prefetch, resident_partial_sums)\n");
   CHECK(error_of("decomposer=greedy") ==
         f + "decomposer=greedy: decomposer: unknown decomposer 'greedy' (expected halving or "
             "search)\n");
@@ -72,7 +72,7 @@ TEST_CASE("config check --set: bad keys and values are the parser's errors, nami
             "whole number of picoseconds\n");
   // An error at another key says which overrides were in effect.
   CHECK(error_of("levels[0].name=core") ==
-        "error: configs/tiny.yaml:43: levels[1].name: duplicate level name 'core' (levels[0] has "
+        "error: configs/tiny.yaml:44: levels[1].name: duplicate level name 'core' (levels[0] has "
         "it too) (with --set levels[0].name=core)\n");
   // Paths that lead nowhere, and what is not KEY=VALUE.
   CHECK(error_of("levels.coer.fanout=2") ==
@@ -116,8 +116,8 @@ TEST_CASE("config check --set: the path follows the declared keys, where the fil
   // The keys a level above the leaf takes: lfu_throughput, not leaf.
   CHECK(error_of("levels[0].colour=1") ==
         f + "levels[0].colour=1: levels[0].colour: unknown key (expected one of: clock, "
-            "decode_cycles, fanout, keep_outputs, lfu_throughput, link, memory, name, "
-            "overlap, pipeline_depth, prefetch, resident_partial_sums)\n");
+            "decode_cycles, fanout, hold_partial_sums, keep_outputs, lfu_throughput, link, "
+            "memory, name, overlap, pipeline_depth, prefetch, resident_partial_sums)\n");
   // Energy levels are entries by name; an entry's keys are declared.
   CHECK(run_fracsim(check("energy.levels.core.dma_per_byte=2 pJ")).code == 0);
   CHECK(error_of("energy.levels.core.dma=2 pJ") ==

@@ -313,8 +313,8 @@ TEST_CASE("sweep: spec errors name the file, the line and the key") {
   CHECK(spec_error(head + "\n    set: {levels.core.fanot: 2}\n") ==
         "5: runs[0].set: " + kTiny +
             ": --set levels.core.fanot=2: levels[1].fanot: unknown key (expected one of: "
-            "clock, decode_cycles, fanout, keep_outputs, leaf, link, memory, name, "
-            "overlap, pipeline_depth, prefetch, resident_partial_sums)\n");
+            "clock, decode_cycles, fanout, hold_partial_sums, keep_outputs, leaf, link, "
+            "memory, name, overlap, pipeline_depth, prefetch, resident_partial_sums)\n");
   CHECK(spec_error(head + "\n    set: {decomposer: halving}\n") ==
         "5: runs[0].set.decomposer: give decomposer policies with the block's `policy` key\n");
   CHECK(spec_error(head + "\n    policy: [halving, greedy]\n") ==

@@ -232,6 +232,7 @@ const std::string kF1MovementOff =
     " --set levels.core.link.multicast=false"
     " --set levels.chip.link.pipelined=false --set levels.core.link.pipelined=false"
     " --set levels.chip.resident_partial_sums=false --set levels.core.resident_partial_sums=false"
+    " --set levels.chip.hold_partial_sums=false --set levels.core.hold_partial_sums=false"
     " --set levels.chip.overlap=false --set levels.core.overlap=false"
     " --set levels.chip.prefetch=false --set levels.core.prefetch=false";
 

@@ -92,6 +92,7 @@ TEST_CASE("with the data-movement features on, folded and unfolded runs agree") 
       l.link.pipelined = true;
       l.keep_outputs = true;
       l.resident_partial_sums = true;
+      l.hold_partial_sums = true;
       l.overlap = true;
     }
     const RunResult f = simulate(spec, isa::OpTable::builtin(), mlp(), Mode::timing);

@@ -98,15 +98,15 @@ TEST_CASE("tiny.yaml's effective config lists every value and what was defaulted
                   "defaulted": []},
        "link": {"bandwidth": "32 GB/s", "latency": "20 ns", "multicast": false,
                 "pipelined": false, "defaulted": []},
-       "keep_outputs": false, "resident_partial_sums": false, "overlap": false,
-       "prefetch": false, "defaulted": []},
+       "keep_outputs": false, "resident_partial_sums": false, "hold_partial_sums": false,
+       "overlap": false, "prefetch": false, "defaulted": []},
       {"name": "core", "fanout": 2, "clock": "1 GHz", "pipeline_depth": 3, "decode_cycles": 1,
        "memory": {"capacity": "64 KiB", "bandwidth": "64 GB/s", "latency": "0 ps", "banks": 1,
                   "defaulted": ["latency", "banks"]},
        "link": {"bandwidth": "16 GB/s", "latency": "10 ns", "multicast": false,
                 "pipelined": false, "defaulted": []},
-       "keep_outputs": false, "resident_partial_sums": false, "overlap": false,
-       "prefetch": false, "leaf": {"matrix": {"rows": 4, "cols": 4,
+       "keep_outputs": false, "resident_partial_sums": false, "hold_partial_sums": false,
+       "overlap": false, "prefetch": false, "leaf": {"matrix": {"rows": 4, "cols": 4,
                            "f32": {"rows": 4, "cols": 4, "defaulted": ["rows", "cols"]},
                            "i16": {"rows": 4, "cols": 4, "defaulted": ["rows", "cols"]},
                            "i8": {"rows": 4, "cols": 4, "defaulted": ["rows", "cols"]},
@@ -212,8 +212,8 @@ TEST_CASE("the base machine of the error tests is valid") {
 TEST_CASE("an unknown key names the file, line, key and the keys expected there") {
   CHECK(error_of(with("  - name: core\n", "  - name: core\n    colour: red\n")) ==
         "bad.yaml:13: levels[1].colour: unknown key (expected one of: clock, decode_cycles, "
-        "fanout, keep_outputs, leaf, link, memory, name, overlap, pipeline_depth, "
-        "prefetch, resident_partial_sums)");
+        "fanout, hold_partial_sums, keep_outputs, leaf, link, memory, name, overlap, "
+        "pipeline_depth, prefetch, resident_partial_sums)");
   CHECK(error_of(with("32 GB/s}\n", "32 GB/s, size: 1 GiB}\n")) ==
         "bad.yaml:5: root.memory.size: unknown key (expected one of: bandwidth, banks, "
         "capacity, latency)");
@@ -315,7 +315,8 @@ TEST_CASE("a level's clock defaults to the clock of the level above") {
   CHECK(m.effective["levels"][1]["clock"] == "500 MHz");
   CHECK(m.effective["levels"][0]["defaulted"] ==
         nlohmann::ordered_json::array({"pipeline_depth", "decode_cycles", "keep_outputs",
-                                       "resident_partial_sums", "overlap", "prefetch"}));
+                                       "resident_partial_sums", "hold_partial_sums", "overlap",
+                                       "prefetch"}));
 }
 
 TEST_CASE("resident_partial_sums is a boolean of each level, true unless given") {

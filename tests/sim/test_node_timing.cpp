@@ -449,3 +449,90 @@ TEST_CASE("a program larger than the main memory is refused with both sizes") {
                        "partial results) but the machine's root memory holds 1048576",
                        ConfigError);
 }
+
+TEST_CASE(
+    "held partial sums: a leaf keeps its tile from one of its parent's K pieces to the next") {
+  // a[4,128] x b[128,4] -> out[4,4] f32 on root -> mid -> core, each 2112 B, links 16 GB/s with
+  // 10 ns latency, keep_outputs and resident partial sums on, no overlap or prefetch. The mid
+  // node (one sub-block) halves K once: two pieces of a[4,64] + b[64,4] (2048 B, LD 10 + 128 =
+  // 138), accumulating in its memory (its resident partial sums); each reaches the core as the
+  // instruction of "four K pieces of one output tile" (4 pieces of K = 16: LD 42, EX 23, the
+  // tile resident in the core; its job runs 1 -> 207 there, here from 140: ID 140 -> 141, EX
+  // of its last piece 309 -> 332). The second piece's core job finds its tile in the core
+  // either way (kept, or held): its first piece loads a and b only (42).
+  //   hold on: the core keeps the tile after the first job (no write-back): done at 332; the
+  //   mid's second piece ID 332 -> 333, LD 333 -> 471; core job 471 -> 663, whose last piece
+  //   writes the tile back 663 -> 677; the mid writes out back 677 -> 691.          691 cycles
+  //   hold off: the first core job writes its tile back 332 -> 346, every later time 14 cycles
+  //   on.                                                                           705 cycles
+  const std::string yaml = R"(machine: two
+decomposer: halving
+root:
+  clock: 1 GHz
+  lfu_throughput: 1
+  memory: {capacity: 1 MiB, bandwidth: 64 GB/s}
+levels:
+  - name: mid
+    fanout: 1
+    lfu_throughput: 1
+    pipeline_depth: 1
+    memory: {capacity: 2112 B, bandwidth: 64 GB/s}
+    link: {bandwidth: 16 GB/s, latency: 10 ns}
+    overlap: false
+    prefetch: false
+  - name: core
+    fanout: 1
+    memory: {capacity: 2112 B, bandwidth: 64 GB/s}
+    link: {bandwidth: 16 GB/s, latency: 10 ns}
+    overlap: false
+    prefetch: false
+    hold_partial_sums: HOLD
+    leaf:
+      matrix: {rows: 4, cols: 4}
+      vector: {lanes: 8}
+)";
+  auto machine = [&](const std::string& hold) {
+    std::string y = yaml;
+    return y.replace(y.find("HOLD"), 4, hold);
+  };
+  const isa::Program p = isa::assemble(
+      ".program mm\n"
+      ".footprint 12288\n"
+      ".data random 0x0 f32 512 seed=1 lo=-1 hi=1\n"
+      ".data random 0x1000 f32 512 seed=2 lo=-1 hi=1\n"
+      ".symbol output out f32@0x2000[1,4,4:16,4,1]\n"
+      "matmul a=f32@0x0[1,4,128:512,128,1] b=f32@0x1000[1,128,4:512,4,1] "
+      "out=f32@0x2000[1,4,4:16,4,1] accumulate=0\n",
+      "mm.fasm", isa::OpTable::builtin());
+  for (Mode mode : {Mode::timing, Mode::functional}) {
+    CAPTURE(mode == Mode::timing);
+    const RunResult on = run(machine("true"), p, mode);
+    CHECK(on.cycles == 691);
+    CHECK(counter(on, 1, Counter::pieces) == 2);
+    CHECK(counter(on, 2, Counter::pieces) == 8);
+    CHECK(counter(on, 2, Counter::load_cycles) == 8 * 42);
+    CHECK(counter(on, 2, Counter::store_bytes) == 64);
+    CHECK(counter(on, 2, Counter::writeback_cycles) == 14);
+    // Per job, pieces 0-2 keep the tile (twice 64 B each); the second job finds it (64 B) and
+    // the first's last piece holds it (the 64 B write-back).
+    CHECK(counter(on, 2, Counter::resident_bytes) == 2 * 3 * 2 * 64 + 64 + 64);
+    const RunResult off = run(machine("false"), p, mode);
+    CHECK(off.cycles == 705);
+    CHECK(counter(off, 2, Counter::load_cycles) == 8 * 42);
+    CHECK(counter(off, 2, Counter::store_bytes) == 2 * 64);
+    CHECK(counter(off, 2, Counter::writeback_cycles) == 2 * 14);
+    CHECK(counter(off, 2, Counter::resident_bytes) == 2 * 3 * 2 * 64 + 64);
+    if (mode == Mode::functional) {
+      CHECK(on.memory == isa::run_reference(p, isa::OpTable::builtin()));
+      CHECK(off.memory == on.memory);
+    }
+  }
+  // Default on; like every level boolean, other values name the file, line and key.
+  std::string absent = machine("false");
+  absent.erase(absent.find("    hold_partial_sums: false\n"), 29);
+  CHECK(parse_machine_spec(absent, "two.yaml").levels[1].hold_partial_sums);
+  CHECK_THROWS_WITH_AS(parse_machine_spec(machine("often"), "two.yaml"),
+                       "two.yaml:22: levels[1].hold_partial_sums: expected true or false, got "
+                       "'often'",
+                       ConfigError);
+}
