@@ -318,8 +318,8 @@ void Node::id_step() {
           // where the rotation starts); the root keeps rotating through its sub-blocks.
           if (!is_root_) {
             next_subblock_ = job.first_subblock;
-            first_accumulator_ =
-                job.first_accumulator >= 0 ? job.first_accumulator : job.first_subblock;
+            takes_over_ = job.first_accumulator >= 0;
+            first_accumulator_ = takes_over_ ? job.first_accumulator : job.first_subblock;
           }
           q.instr = std::make_shared<const isa::Instruction>(std::move(job.instr));
           q.completion = job.completion;
@@ -349,7 +349,10 @@ void Node::id_step() {
                                         : (accumulator_ + 1) % controller_.pipeline_depth;
           const uint64_t acc_at =
               layout_.cyclic_base + static_cast<uint64_t>(acc) * plan_->subblock_bytes;
-          if (starts_group && q.accumulators_busy.count(acc_at) > 0) {
+          // A first group continuing the tile the job before held (Job::first_accumulator)
+          // takes its accumulator over: the EX stage keeps their order.
+          const bool takes = i == 0 && takes_over_;
+          if (starts_group && !takes && q.accumulators_busy.count(acc_at) > 0) {
             sc_core::next_trigger(q.written_back);
             return;
           }
@@ -713,8 +716,13 @@ void Node::wb_step() {
             q.retired.push_back({std::move(p->writes), local_use(*p),
                                  static_cast<uint64_t>(sc_core::sc_time_stamp().value())});
           }
-          if (p->accumulator >= 0 && (!p->holds_output || p->held_across))
-            q.accumulators_busy.erase(p->accumulator_at);
+          // A held tile's group releases its claim too; the group continuing it made its own.
+          if (p->accumulator >= 0 && (!p->holds_output || p->held_across)) {
+            const auto claim = q.accumulators_busy.find(p->accumulator_at);
+            FRACSIM_ASSERT(claim != q.accumulators_busy.end(), "{}: an accumulator unclaimed",
+                           name());
+            q.accumulators_busy.erase(claim);
+          }
           if (p->settle) {
             p->settle->done = true;
             p->settle->ps = sc_core::sc_time_stamp().value();

@@ -372,6 +372,7 @@ class Node : public sc_core::sc_module {
   std::shared_ptr<const Broadcast> broadcast_;
   std::vector<After> after_;
   bool hold_out_ = false;
+  bool takes_over_ = false;  // the job's first group continues a held accumulator
   // Per child: its last instruction kept its output tile without writing it back, which the
   // next dispatch must continue.
   std::vector<char> holding_;

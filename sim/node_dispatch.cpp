@@ -517,6 +517,7 @@ bool Node::dispatch_beside(const Piece& p) {
   std::vector<std::vector<int64_t>> keys(n);
   std::vector<SegmentLayout> layout(n);
   std::vector<int> first(n, 0), accumulator(n, 0);
+  std::vector<char> continues(n, 0);
   std::vector<TensorPermutationTable> saved;
   saved.reserve(n);
   const std::vector<std::vector<After>> after = settles_for(p);
@@ -558,6 +559,7 @@ bool Node::dispatch_beside(const Piece& p) {
       if (ring && layout[i].cyclic_base == *ring) {
         layout[i].out_hit = true;
         accumulator[i] = before.accumulator;
+        continues[i] = 1;
       } else {
         continued = false;
       }
@@ -630,7 +632,7 @@ bool Node::dispatch_beside(const Piece& p) {
             p.weight * k.members.size(),
             nullptr};
     job.first_subblock = first[rep];
-    job.first_accumulator = accumulator[rep];
+    if (continues[rep]) job.first_accumulator = accumulator[rep];
     job.after = after[rep];
     job.hold_out = hold[rep] != 0;
     d.runners[c]->submit(std::move(job));

@@ -140,7 +140,9 @@ struct Node::Pipeline {
     uint64_t ps = 0;
   };
   std::deque<Retired> retired;
-  std::set<uint64_t> accumulators_busy;  // where groups' partial sums are (their addresses)
+  // Where groups' partial sums are (their addresses); a held tile's twice while the group
+  // continuing it has started and the held one has not retired.
+  std::multiset<uint64_t> accumulators_busy;
   sc_core::sc_event reduced;           // RD has finished a piece's LFU work
   sc_core::sc_event parked;            // never notified: a stage that failed waits on it
 
