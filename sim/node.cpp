@@ -144,6 +144,7 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, size_t index, int subblock, 
     p->holds_output = plan_->holds_output[index] != 0;
     p->continues = index > 0 && plan_->holds_output[index - 1] != 0;
     if (hold_out_ && index + 1 == plan_->pieces.size()) p->holds_output = p->held_across = true;
+    p->takes_over = index == 0 && takes_over_;
   }
   p->plan = plan_;
   p->op = &op;
@@ -603,7 +604,7 @@ void Node::ex_step() {
           break;
         case kReady: {
           Piece* p = st.piece;
-          if (p->continues) {
+          if (p->continues || p->takes_over) {
             // Its children add onto the tile the previous piece's LFU may still be combining.
             auto it = std::find(q.in_flight.begin(), q.in_flight.end(), p);
             if (it != q.in_flight.begin()) {

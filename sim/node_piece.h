@@ -74,9 +74,10 @@ struct Node::Piece {
   int accumulator = -1;
   uint64_t accumulator_at = 0;  // its address
   bool holds_output = false, continues = false, reduced = false;
-  // The job's last piece keeps its tile for the parent's next piece (Job::hold_out): held,
-  // yet its accumulator is free for that job.
-  bool held_across = false;
+  // The job's last piece keeps its tile for the parent's next piece (Job::hold_out), yet
+  // releases its claim on the accumulator as a group's last piece does; the job's first piece
+  // continues such a tile (Job::first_accumulator), as `continues` does within a job.
+  bool held_across = false, takes_over = false;
   std::shared_ptr<const InstructionPlan> plan;  // the job's
   uint64_t queued_ps = 0;  // when it entered the queue of the stage it is at or waits for
   // LevelSpec::prefetch: the parent's unfinished pieces whose memory it may use (its job's);
