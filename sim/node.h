@@ -28,6 +28,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -373,10 +374,9 @@ class Node : public sc_core::sc_module {
   std::vector<After> after_;
   bool hold_out_ = false;
   bool takes_over_ = false;  // the job's first group continues a held accumulator
-  // Per child: its last instruction kept its output tile without writing it back, which the
-  // next dispatch must continue.
-  std::vector<char> holding_;
-  std::vector<std::pair<uint64_t, int>> held_at_;  // its cyclic segment and the accumulator
+  // Per child: where its last instruction kept its output tile without writing it back (its
+  // cyclic segment and the accumulator's sub-block), which the next dispatch must continue.
+  std::vector<std::optional<std::pair<uint64_t, int>>> held_tiles_;
 
   std::unique_ptr<Pipeline> pipe_;  // null until the first instruction
 };

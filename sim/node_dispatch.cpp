@@ -302,14 +302,14 @@ void Node::dispatch(const Piece& p) {
   const int child_depth = ctx_.spec->levels[level_ + 1].controller.pipeline_depth;
   // A child that kept its tile for this piece: the accumulator its first group continues.
   std::vector<int> continued(instrs.size(), -1);
-  const bool holding = holding_.size() == instrs.size();
+  const bool holding = held_tiles_.size() == instrs.size();
   auto place = [&](size_t i, const std::vector<StaticRequest>& requests,
                    const InstructionPlan& plan) {
     TensorPermutationTable& table = tree.tpt(child[i]);
     const uint64_t cyclic = child_depth * plan.subblock_bytes;
     // It continues in the cyclic segment it left (the same size: holds_for).
-    if (holding && holding_[i]) {
-      const auto [ring, acc] = held_at_[i];
+    if (holding && held_tiles_[i]) {
+      const auto [ring, acc] = *held_tiles_[i];
       if (table.is_free(ring, ring + cyclic))
         if (auto layout = table.place_beside(requests, cyclic, {{ring, ring + cyclic}}, ring)) {
           layout->out_hit = true;
@@ -430,15 +430,15 @@ void Node::dispatch(const Piece& p) {
     q.groups = std::move(groups);
   }
   // A child that kept its tile for this piece finds it where it left it.
-  held_at_.assign(instrs.size(), {0, 0});
+  std::vector<std::optional<std::pair<uint64_t, int>>> kept(instrs.size());
   for (size_t c = 0; c < classes.size(); ++c)
     for (int m : classes[c].members) {
-      FRACSIM_ASSERT(!holding || !holding_[m] || continued[m] >= 0,
+      FRACSIM_ASSERT(!holding || !held_tiles_[m] || continued[m] >= 0,
                      "{}: child {} kept its output tile for a piece that does not continue it",
                      name(), m);
-      held_at_[m] = {classes[c].layout.cyclic_base, std::max(continued[m], 0)};
+      if (hold[m]) kept[m] = {classes[c].layout.cyclic_base, std::max(continued[m], 0)};
     }
-  holding_ = hold;
+  held_tiles_ = std::move(kept);
   d.children.remaining = static_cast<int64_t>(classes.size());
   for (size_t c = 0; c < classes.size(); ++c) {
     ChildClass& k = classes[c];
@@ -555,7 +555,7 @@ bool Node::dispatch_beside(const Piece& p) {
     accumulator[i] = first[i];
     // A child keeping its tile for this piece continues it in the same accumulator, in the same
     // cyclic segment (its plan has sub-blocks of the same size: holds_for).
-    if (holding_.size() == n && holding_[i]) {
+    if (held_tiles_.size() == n && held_tiles_[i]) {
       if (ring && layout[i].cyclic_base == *ring) {
         layout[i].out_hit = true;
         accumulator[i] = before.accumulator;
@@ -605,9 +605,9 @@ bool Node::dispatch_beside(const Piece& p) {
   d.runs.resize(n);
   for (size_t i = 0; i < n; ++i)
     d.runs[i] = child_run(*plan[i], layout[i], depth, first[i], accumulator[i]);
-  holding_ = hold;
-  held_at_.resize(n);
-  for (size_t i = 0; i < n; ++i) held_at_[i] = {layout[i].cyclic_base, accumulator[i]};
+  held_tiles_.assign(n, std::nullopt);
+  for (size_t i = 0; i < n; ++i)
+    if (hold[i]) held_tiles_[i] = {layout[i].cyclic_base, accumulator[i]};
   for (const ChildClass& k : prev.classes) {
     const int rep = k.members[0];
     // Its pieces must name the rep's own addresses.
