@@ -536,3 +536,85 @@ levels:
                        "'often'",
                        ConfigError);
 }
+
+TEST_CASE(
+    "held partial sums issued beside: the core's next instruction continues the held tile while "
+    "the one before drains") {
+  // a[4,256] x b[256,4] -> out[4,4] f32 on root -> mid -> core, links 16 GB/s with 10 ns
+  // latency, resident partial sums, keep_outputs, overlap and prefetch on. The mid (4224 B, two
+  // sub-blocks of 2112 B) cuts K into four pieces of 64 (a[4,64] + b[64,4], 2048 B: LD 10 +
+  // 128 = 138), accumulating onto its own tile; it issues each piece's instruction to the core
+  // beside the one before (overlap: 3 overlapped pieces). The core (2112 B) runs each as four K
+  // pieces of 16 (a 256 B + b 256 B: LD 10 + 32 = 42; EX 16 + 4 + 4 - 1 = 23 on a 4x4 array).
+  //   mid: piece 0 LD 2 -> 140, issued at 140; piece 1 LD 140 -> 278, issued at 278; piece 2
+  //   waits for piece 0's sub-block (its core job ends at 332): ID 332 -> 333, LD 333 -> 471;
+  //   piece 3 likewise after job 1 (ends 500): LD 501 -> 639. Each arrives before the core's
+  //   LD channel reaches it, so the core loads its 16 pieces back to back: 141 -> 813.
+  //   hold on: no job writes its tile back but the last, whose last piece runs EX 813 -> 836
+  //   and WB 836 -> 850 (10 + 64 / 16); the mid writes out back 850 -> 864.      864 cycles
+  //   hold off: each of the first three jobs writes its tile back after its last EX (e.g. 332
+  //   -> 346), and the next job's first piece loads it again after its a and b (309 -> 351,
+  //   then 351 -> 365: 14 more on the LD channel), three times.            864 + 3 x 14 = 906
+  const std::string yaml = R"(machine: two
+decomposer: halving
+root:
+  clock: 1 GHz
+  lfu_throughput: 1
+  memory: {capacity: 1 MiB, bandwidth: 64 GB/s}
+levels:
+  - name: mid
+    fanout: 1
+    lfu_throughput: 1
+    pipeline_depth: 2
+    memory: {capacity: 4224 B, bandwidth: 64 GB/s}
+    link: {bandwidth: 16 GB/s, latency: 10 ns}
+  - name: core
+    fanout: 1
+    memory: {capacity: 2112 B, bandwidth: 64 GB/s}
+    link: {bandwidth: 16 GB/s, latency: 10 ns}
+    hold_partial_sums: HOLD
+    leaf:
+      matrix: {rows: 4, cols: 4}
+      vector: {lanes: 8}
+)";
+  auto machine = [&](const std::string& hold) {
+    std::string y = yaml;
+    return y.replace(y.find("HOLD"), 4, hold);
+  };
+  const isa::Program p = isa::assemble(
+      ".program mm\n"
+      ".footprint 12288\n"
+      ".data random 0x0 f32 1024 seed=1 lo=-1 hi=1\n"
+      ".data random 0x1000 f32 1024 seed=2 lo=-1 hi=1\n"
+      ".symbol output out f32@0x2000[1,4,4:16,4,1]\n"
+      "matmul a=f32@0x0[1,4,256:1024,256,1] b=f32@0x1000[1,256,4:1024,4,1] "
+      "out=f32@0x2000[1,4,4:16,4,1] accumulate=0\n",
+      "mm.fasm", isa::OpTable::builtin());
+  for (Mode mode : {Mode::timing, Mode::functional}) {
+    CAPTURE(mode == Mode::timing);
+    const RunResult on = run(machine("true"), p, mode);
+    CHECK(on.cycles == 864);
+    CHECK(counter(on, 1, Counter::pieces) == 4);
+    CHECK(counter(on, 1, Counter::overlapped_pieces) == 3);
+    CHECK(counter(on, 2, Counter::pieces) == 16);
+    CHECK(counter(on, 2, Counter::load_cycles) == 16 * 42);
+    CHECK(counter(on, 2, Counter::hazard_cycles) == 0);
+    CHECK(counter(on, 2, Counter::store_bytes) == 64);
+    CHECK(counter(on, 2, Counter::writeback_cycles) == 14);
+    // Per job, pieces 0-2 keep the tile (twice 64 B each); jobs 1-3 find it held (64 B each)
+    // and jobs 0-2 hold it instead of writing it back (64 B each).
+    CHECK(counter(on, 2, Counter::resident_bytes) == 4 * 3 * 2 * 64 + 3 * 64 + 3 * 64);
+    const RunResult off = run(machine("false"), p, mode);
+    CHECK(off.cycles == 906);
+    CHECK(counter(off, 1, Counter::overlapped_pieces) == 3);
+    CHECK(counter(off, 2, Counter::load_cycles) == 16 * 42 + 3 * 14);
+    CHECK(counter(off, 2, Counter::load_bytes) == 16 * 512 + 3 * 64);
+    CHECK(counter(off, 2, Counter::store_bytes) == 4 * 64);
+    CHECK(counter(off, 2, Counter::writeback_cycles) == 4 * 14);
+    CHECK(counter(off, 2, Counter::resident_bytes) == 4 * 3 * 2 * 64);
+    if (mode == Mode::functional) {
+      CHECK(on.memory == isa::run_reference(p, isa::OpTable::builtin()));
+      CHECK(off.memory == on.memory);
+    }
+  }
+}
