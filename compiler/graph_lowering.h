@@ -107,6 +107,8 @@ class GraphLowering {
                       const std::string& bias_name);
   // The contents of an f32 input or weight: its bytes, or its seeded random values.
   std::vector<float> values_of(int buffer) const;
+  // The same as bytes (f32 only).
+  std::vector<uint8_t> bytes_of(int buffer) const;
   // The conv2d of `l` (x [N, G*Ci, ...], its weight [F, Ci, k...] and bias [F]) into y; with an
   // epilogue the fused op, else the conv and an eltwise add of the bias (bias < 0: none).
   void emit_conv(const Layer& l, const View& x, const View& wsrc, int bias, const View* bias_view,
@@ -164,7 +166,8 @@ class GraphLowering {
   int concat_buffer(const std::string& concat);
 
   std::vector<TensorLifetime> lifetimes() const;
-  isa::Program materialize(const MemoryPlan& plan) const;
+  // The program; the buffers' given bytes move into its data segments (run() ends with it).
+  isa::Program materialize(const MemoryPlan& plan);
 
   const Workload& w_;
   const isa::OpTable& ops_;

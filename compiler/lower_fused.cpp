@@ -164,15 +164,12 @@ void GraphLowering::plan_fusion() {
   }
 }
 
-std::vector<float> GraphLowering::values_of(int b) const {
+std::vector<uint8_t> GraphLowering::bytes_of(int b) const {
   const Buffer& buf = buffers_[b];
   FRACSIM_ASSERT(buf.desc.dtype == isa::DType::f32, "values of {}: not f32", buf.desc.name);
   const size_t n = static_cast<size_t>(isa::num_elements(buf.desc.shape));
-  std::vector<float> v(n);
-  if (!buf.bytes.empty()) {
-    std::memcpy(v.data(), buf.bytes.data(), n * 4);
-    return v;
-  }
+  if (!buf.bytes.empty()) return buf.bytes;
+  std::vector<uint8_t> v(n * 4);
   isa::DataSegment d;
   d.kind = isa::DataSegment::Kind::random;
   d.dtype = isa::DType::f32;
@@ -180,31 +177,44 @@ std::vector<float> GraphLowering::values_of(int b) const {
   d.seed = segment_seed(w_.seed, static_cast<uint64_t>(buf.seed_slot));
   d.lo = buf.lo;
   d.hi = buf.hi;
-  isa::fill_data_segment(d, isa::MemoryView{reinterpret_cast<uint8_t*>(v.data()), n * 4});
+  isa::fill_data_segment(d, isa::MemoryView{v.data(), n * 4});
+  return v;
+}
+
+std::vector<float> GraphLowering::values_of(int b) const {
+  const std::vector<uint8_t> bytes = bytes_of(b);
+  std::vector<float> v(bytes.size() / 4);
+  std::memcpy(v.data(), bytes.data(), bytes.size());
   return v;
 }
 
 // stats: scale, bias, mean, var. `bias` < 0: the conv has none; a constant is made.
 void GraphLowering::fold_batchnorm(const Layer& bn, int weight, int& bias,
                                    const std::vector<int>& stats, const std::string& bias_name) {
-  std::vector<float> w = values_of(weight);
   const std::vector<float> gamma = values_of(stats[0]), beta = values_of(stats[1]),
                            mean = values_of(stats[2]), var = values_of(stats[3]);
-  const size_t f = gamma.size(), per = w.size() / f;
-  std::vector<float> b = bias >= 0 ? values_of(bias) : std::vector<float>(f, 0.0f);
-  for (size_t o = 0; o < f; ++o) {
-    const double k =
-        static_cast<double>(gamma[o]) / std::sqrt(static_cast<double>(var[o]) + bn.epsilon);
-    for (size_t i = 0; i < per; ++i)
-      w[o * per + i] = static_cast<float>(static_cast<double>(w[o * per + i]) * k);
-    b[o] = static_cast<float>((static_cast<double>(b[o]) - mean[o]) * k + beta[o]);
-  }
   auto bytes = [](const std::vector<float>& v) {
     std::vector<uint8_t> out(v.size() * 4);
     std::memcpy(out.data(), v.data(), out.size());
     return out;
   };
-  buffers_[weight].bytes = bytes(w);
+  // The weight is scaled in place in its bytes (the largest tensor: one copy of it, not two).
+  std::vector<uint8_t> w = bytes_of(weight);
+  const size_t f = gamma.size(), per = w.size() / 4 / f;
+  std::vector<float> b = bias >= 0 ? values_of(bias) : std::vector<float>(f, 0.0f);
+  for (size_t o = 0; o < f; ++o) {
+    const double k =
+        static_cast<double>(gamma[o]) / std::sqrt(static_cast<double>(var[o]) + bn.epsilon);
+    for (size_t i = 0; i < per; ++i) {
+      uint8_t* at = w.data() + 4 * (o * per + i);
+      float x;
+      std::memcpy(&x, at, 4);
+      x = static_cast<float>(static_cast<double>(x) * k);
+      std::memcpy(at, &x, 4);
+    }
+    b[o] = static_cast<float>((static_cast<double>(b[o]) - mean[o]) * k + beta[o]);
+  }
+  buffers_[weight].bytes = std::move(w);
   if (bias >= 0) {
     buffers_[bias].bytes = bytes(b);
   } else {

@@ -280,7 +280,7 @@ std::vector<TensorLifetime> GraphLowering::lifetimes() const {
   return out;
 }
 
-isa::Program GraphLowering::materialize(const MemoryPlan& plan) const {
+isa::Program GraphLowering::materialize(const MemoryPlan& plan) {
   isa::Program p;
   p.name = w_.name;
   p.footprint = plan.footprint();
@@ -299,7 +299,7 @@ isa::Program GraphLowering::materialize(const MemoryPlan& plan) const {
     p.instruction_names.push_back(pi.name);
   }
   for (size_t b = 0; b < buffers_.size(); ++b) {
-    const Buffer& buf = buffers_[b];
+    Buffer& buf = buffers_[b];
     if (buf.role == BufferRole::intermediate || buf.dropped) continue;
     isa::DataSegment d;
     d.address = plan.tensors()[b].address;
@@ -307,7 +307,7 @@ isa::Program GraphLowering::materialize(const MemoryPlan& plan) const {
     d.count = static_cast<uint64_t>(isa::num_elements(buf.desc.shape));
     if (!buf.bytes.empty()) {
       d.kind = isa::DataSegment::Kind::bytes;
-      d.bytes = buf.bytes;
+      d.bytes = std::move(buf.bytes);
     } else {
       d.kind = isa::DataSegment::Kind::random;
       FRACSIM_ASSERT(buf.seed_slot >= 0, "random buffer {} without a seed", buf.desc.name);
