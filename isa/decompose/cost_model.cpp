@@ -281,6 +281,9 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
   // the time uses it).
   double ex_acc = ex;
   if (!lc.leaf && reduce_parts > 1 && (resident || !(lc.tile_hazards && first > lc.depth))) {
+    // Those children's whole runs are the costliest part to estimate: not estimated (nor the
+    // tiling cached) where the time without them already reaches at_least.
+    if (const double bound = total(ex, 0); bound >= at_least) return bound;
     Instruction later = piece;
     for (const OperandDef& od : op.operands)
       if (od.role == OperandRole::out && !od.read_if.empty())

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -212,7 +213,13 @@ std::vector<int64_t> choose_tiling(const OpDef& op, const OpTable& ops, const In
   std::vector<int64_t> tile = ext;
   const bool whole_memory = budget.capacity > 0;
   const uint64_t limit = budget_limit(budget);
-  auto cost = [&](const std::vector<int64_t>& t) { return tiling_cost(op, ops, instr, t, budget); };
+  // A tiling's footprint is asked for again (the search's moves revisit tilings).
+  std::map<std::vector<int64_t>, uint64_t> costs;
+  auto cost = [&](const std::vector<int64_t>& t) {
+    auto [it, fresh] = costs.try_emplace(t, 0);
+    if (fresh) it->second = tiling_cost(op, ops, instr, t, budget);
+    return it->second;
+  };
   uint64_t fp = cost(tile);
   bool integer = false;
   for (const TensorRef& t : instr.operands) integer = integer || is_integer(t.dtype);
