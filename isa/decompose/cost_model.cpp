@@ -186,6 +186,22 @@ double CostModel::execute_uncached(int l, const OpDef& op, const OpTable& ops,
   return children * lc.child_clock_ratio + lfu;
 }
 
+double CostModel::inputs_bound(int l, const OpDef& op, const OpTable& ops,
+                               const Instruction& piece) const {
+  const LevelCost& lc = level(l);
+  const std::vector<int64_t> ext = dim_extents(op, piece);
+  bool parallel_dim = false;
+  for (size_t d = 0; d < ext.size(); ++d)
+    parallel_dim = parallel_dim || (op.dims[d].kind == DimKind::parallel && ext[d] > 1);
+  if (!parallel_dim) return 0;
+  const Instruction child = largest_part(op, piece, parallel_parts(l, op, ops, piece, lc.fanout));
+  double bytes = 0;
+  for (size_t o = 0; o < op.operands.size(); ++o)
+    if (op.operands[o].role == OperandRole::in && operand_is_read(op, child, o))
+      bytes += static_cast<double>(child.operands[o].stored_bytes());
+  return bytes / level(l + 1).bytes_per_cycle * lc.child_clock_ratio;
+}
+
 double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
                                 const Instruction& instr, const std::vector<int64_t>& tile,
                                 double at_least) const {
@@ -288,6 +304,11 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
     for (const OperandDef& od : op.operands)
       if (od.role == OperandRole::out && !od.read_if.empty())
         if (od.read_if_index >= 0) later.attrs[od.read_if_index] = 1;
+    // Nor where it reaches at_least with them taken as no less than their largest child's
+    // loading of its inputs (every tiling of it loads each input byte at least once).
+    if (at_least < std::numeric_limits<double>::infinity())
+      if (const double bound = total(ex, inputs_bound(l, op, ops, later)); bound >= at_least)
+        return bound;
     ex_acc = execute_cycles(l, op, ops, later, true);
   }
   const double t = total(ex, ex_acc);

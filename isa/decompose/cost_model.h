@@ -83,10 +83,12 @@ class CostModel {
   // executed (on its children, or its unit at a leaf) and written back, overlapped N deep.
   double node_cycles(int l, const OpDef& op, const OpTable& ops, const Instruction& instr) const;
 
-  // Estimated cycles of a tiling (a tile length per dim) at a node of level `l`. When even
-  // its time without the pieces' execution is at least `at_least`, that lower bound instead
-  // (the execution, the costly part, is then not estimated): a search that only asks whether
-  // the tiling beats a time gets the same answer.
+  // Estimated cycles of a tiling (a tile length per dim) at a node of level `l`. When even a
+  // lower bound of it is at least `at_least`, that bound instead (the parts it leaves out, the
+  // costly ones, are then not estimated): its time without the pieces' execution; with the
+  // first pieces' but without the accumulating pieces' (whose children run whole); or with
+  // those taken as their inputs' loading (inputs_bound). A search that only asks whether the
+  // tiling beats a time gets the same answer.
   double tiling_cycles(int l, const OpDef& op, const OpTable& ops, const Instruction& instr,
                        const std::vector<int64_t>& tile,
                        double at_least = std::numeric_limits<double>::infinity()) const;
@@ -123,6 +125,9 @@ class CostModel {
  private:
   double execute_uncached(int l, const OpDef& op, const OpTable& ops, const Instruction& piece,
                           bool after_write_back) const;
+  // A lower bound of execute_cycles(l, piece, true) where its children split parallel dims:
+  // the largest child loading the inputs it reads over its link (0 otherwise).
+  double inputs_bound(int l, const OpDef& op, const OpTable& ops, const Instruction& piece) const;
 
   Policy policy_;
   std::vector<LevelCost> levels_;
