@@ -450,6 +450,39 @@ TEST_CASE("a program larger than the main memory is refused with both sizes") {
                        ConfigError);
 }
 
+namespace {
+
+// The machine of the held-partial-sums cases: root -> mid -> core, links 16 GB/s with 10 ns
+// latency, a 4x4 array; `mid` and `core` are the two levels' own keys (each line indented as
+// a level's), the core's hold_partial_sums `hold`.
+std::string held_machine(const std::string& mid, const std::string& core, const std::string& hold) {
+  return "machine: two\ndecomposer: halving\nroot:\n  clock: 1 GHz\n  lfu_throughput: 1\n"
+         "  memory: {capacity: 1 MiB, bandwidth: 64 GB/s}\nlevels:\n  - name: mid\n"
+         "    fanout: 1\n    lfu_throughput: 1\n" +
+         mid +
+         "    link: {bandwidth: 16 GB/s, latency: 10 ns}\n  - name: core\n    fanout: 1\n"
+         "    memory: {capacity: 2112 B, bandwidth: 64 GB/s}\n"
+         "    link: {bandwidth: 16 GB/s, latency: 10 ns}\n" +
+         core + "    hold_partial_sums: " + hold +
+         "\n    leaf:\n      matrix: {rows: 4, cols: 4}\n      vector: {lanes: 8}\n";
+}
+
+// a[4,k] x b[k,4] -> out[4,4] f32, a at 0, b at 0x1000, out at 0x2000.
+isa::Program held_matmul(int k) {
+  return isa::assemble(
+      fmt::format(".program mm\n"
+                  ".footprint 12288\n"
+                  ".data random 0x0 f32 {0} seed=1 lo=-1 hi=1\n"
+                  ".data random 0x1000 f32 {0} seed=2 lo=-1 hi=1\n"
+                  ".symbol output out f32@0x2000[1,4,4:16,4,1]\n"
+                  "matmul a=f32@0x0[1,4,{1}:{0},{1},1] b=f32@0x1000[1,{1},4:{0},4,1] "
+                  "out=f32@0x2000[1,4,4:16,4,1] accumulate=0\n",
+                  4 * k, k),
+      "mm.fasm", isa::OpTable::builtin());
+}
+
+}  // namespace
+
 TEST_CASE(
     "held partial sums: a leaf keeps its tile from one of its parent's K pieces to the next") {
   // a[4,128] x b[128,4] -> out[4,4] f32 on root -> mid -> core, each 2112 B, links 16 GB/s with
@@ -465,45 +498,13 @@ TEST_CASE(
   //   writes the tile back 663 -> 677; the mid writes out back 677 -> 691.          691 cycles
   //   hold off: the first core job writes its tile back 332 -> 346, every later time 14 cycles
   //   on.                                                                           705 cycles
-  const std::string yaml = R"(machine: two
-decomposer: halving
-root:
-  clock: 1 GHz
-  lfu_throughput: 1
-  memory: {capacity: 1 MiB, bandwidth: 64 GB/s}
-levels:
-  - name: mid
-    fanout: 1
-    lfu_throughput: 1
-    pipeline_depth: 1
-    memory: {capacity: 2112 B, bandwidth: 64 GB/s}
-    link: {bandwidth: 16 GB/s, latency: 10 ns}
-    overlap: false
-    prefetch: false
-  - name: core
-    fanout: 1
-    memory: {capacity: 2112 B, bandwidth: 64 GB/s}
-    link: {bandwidth: 16 GB/s, latency: 10 ns}
-    overlap: false
-    prefetch: false
-    hold_partial_sums: HOLD
-    leaf:
-      matrix: {rows: 4, cols: 4}
-      vector: {lanes: 8}
-)";
-  auto machine = [&](const std::string& hold) {
-    std::string y = yaml;
-    return y.replace(y.find("HOLD"), 4, hold);
+  auto machine = [](const std::string& hold) {
+    return held_machine(
+        "    pipeline_depth: 1\n    memory: {capacity: 2112 B, bandwidth: 64 GB/s}\n"
+        "    overlap: false\n    prefetch: false\n",
+        "    overlap: false\n    prefetch: false\n", hold);
   };
-  const isa::Program p = isa::assemble(
-      ".program mm\n"
-      ".footprint 12288\n"
-      ".data random 0x0 f32 512 seed=1 lo=-1 hi=1\n"
-      ".data random 0x1000 f32 512 seed=2 lo=-1 hi=1\n"
-      ".symbol output out f32@0x2000[1,4,4:16,4,1]\n"
-      "matmul a=f32@0x0[1,4,128:512,128,1] b=f32@0x1000[1,128,4:512,4,1] "
-      "out=f32@0x2000[1,4,4:16,4,1] accumulate=0\n",
-      "mm.fasm", isa::OpTable::builtin());
+  const isa::Program p = held_matmul(128);
   for (Mode mode : {Mode::timing, Mode::functional}) {
     CAPTURE(mode == Mode::timing);
     const RunResult on = run(machine("true"), p, mode);
@@ -555,41 +556,11 @@ TEST_CASE(
   //   hold off: each of the first three jobs writes its tile back after its last EX (e.g. 332
   //   -> 346), and the next job's first piece loads it again after its a and b (309 -> 351,
   //   then 351 -> 365: 14 more on the LD channel), three times.            864 + 3 x 14 = 906
-  const std::string yaml = R"(machine: two
-decomposer: halving
-root:
-  clock: 1 GHz
-  lfu_throughput: 1
-  memory: {capacity: 1 MiB, bandwidth: 64 GB/s}
-levels:
-  - name: mid
-    fanout: 1
-    lfu_throughput: 1
-    pipeline_depth: 2
-    memory: {capacity: 4224 B, bandwidth: 64 GB/s}
-    link: {bandwidth: 16 GB/s, latency: 10 ns}
-  - name: core
-    fanout: 1
-    memory: {capacity: 2112 B, bandwidth: 64 GB/s}
-    link: {bandwidth: 16 GB/s, latency: 10 ns}
-    hold_partial_sums: HOLD
-    leaf:
-      matrix: {rows: 4, cols: 4}
-      vector: {lanes: 8}
-)";
-  auto machine = [&](const std::string& hold) {
-    std::string y = yaml;
-    return y.replace(y.find("HOLD"), 4, hold);
+  auto machine = [](const std::string& hold) {
+    return held_machine(
+        "    pipeline_depth: 2\n    memory: {capacity: 4224 B, bandwidth: 64 GB/s}\n", "", hold);
   };
-  const isa::Program p = isa::assemble(
-      ".program mm\n"
-      ".footprint 12288\n"
-      ".data random 0x0 f32 1024 seed=1 lo=-1 hi=1\n"
-      ".data random 0x1000 f32 1024 seed=2 lo=-1 hi=1\n"
-      ".symbol output out f32@0x2000[1,4,4:16,4,1]\n"
-      "matmul a=f32@0x0[1,4,256:1024,256,1] b=f32@0x1000[1,256,4:1024,4,1] "
-      "out=f32@0x2000[1,4,4:16,4,1] accumulate=0\n",
-      "mm.fasm", isa::OpTable::builtin());
+  const isa::Program p = held_matmul(256);
   for (Mode mode : {Mode::timing, Mode::functional}) {
     CAPTURE(mode == Mode::timing);
     const RunResult on = run(machine("true"), p, mode);
