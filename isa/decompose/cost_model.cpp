@@ -228,7 +228,7 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
   // lies in the parent's memory, where the root's lookahead does not see whether it recurs.
   double stat = 0;
   for (size_t o = 0; o < op.operands.size(); ++o)
-    if (!(l == 0 && instr.reused >> o & 1) && input_stays_whole(op, instr, tile, o))
+    if (!(l == 0 && instr.reused >> o & 1) && input_stays_whole(op, instr, ext, tile, o))
       stat += static_cast<double>(align_up(instr.operands[o].stored_bytes(), kTileAlign));
   double read = 0, written = 0;
   piece_traffic(op, piece, read, written);
@@ -245,7 +245,7 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
   // epilogue's bias on a piece that only accumulates, are not in `read`).
   double stat_read = 0;
   for (size_t o = 0; o < op.operands.size(); ++o)
-    if (input_stays_whole(op, instr, tile, o) && operand_is_read(op, piece, o))
+    if (input_stays_whole(op, instr, ext, tile, o) && operand_is_read(op, piece, o))
       stat_read += static_cast<double>(align_up(instr.operands[o].stored_bytes(), kTileAlign));
   const double ld = lc.latency_cycles + std::max(0.0, read - stat_read) / lc.bytes_per_cycle;
   const double wb = lc.latency_cycles + written / lc.bytes_per_cycle;

@@ -104,7 +104,12 @@ std::vector<Instruction> sequential(const OpDef& op, const OpTable& ops, const I
 bool input_stays_whole(const OpDef& op, const Instruction& instr, const std::vector<int64_t>& tile,
                        size_t o) {
   if (op.operands[o].role != OperandRole::in) return false;
-  const std::vector<int64_t> ext = dim_extents(op, instr);
+  return input_stays_whole(op, instr, dim_extents(op, instr), tile, o);
+}
+
+bool input_stays_whole(const OpDef& op, const Instruction& instr, const std::vector<int64_t>& ext,
+                       const std::vector<int64_t>& tile, size_t o) {
+  if (op.operands[o].role != OperandRole::in) return false;
   for (const int di : op.operands[o].dim_ids)
     if (tile[di] < ext[di] || op.dims[di].kind == DimKind::window) return false;
   // An input the instruction also writes (in place) changes between pieces.
@@ -114,8 +119,9 @@ bool input_stays_whole(const OpDef& op, const Instruction& instr, const std::vec
 uint64_t static_footprint(const OpDef& op, const Instruction& instr,
                           const std::vector<int64_t>& tile) {
   uint64_t bytes = 0;
+  const std::vector<int64_t> ext = dim_extents(op, instr);
   for (size_t o = 0; o < op.operands.size(); ++o)
-    if (input_stays_whole(op, instr, tile, o) && instr.operands[o].stored_bytes() > 0)
+    if (input_stays_whole(op, instr, ext, tile, o) && instr.operands[o].stored_bytes() > 0)
       bytes += align_up(instr.operands[o].stored_bytes(), kTileAlign);
   return bytes;
 }

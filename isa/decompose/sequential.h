@@ -54,6 +54,9 @@ bool input_meets_output(const OpDef& op, const Instruction& instr, size_t o);
 // instruction (what the static segment holds).
 bool input_stays_whole(const OpDef& op, const Instruction& instr, const std::vector<int64_t>& tile,
                        size_t o);
+// The same with the instruction's dim_extents given (callers that ask for every operand).
+bool input_stays_whole(const OpDef& op, const Instruction& instr, const std::vector<int64_t>& ext,
+                       const std::vector<int64_t>& tile, size_t o);
 
 // Bytes of the inputs a tiling leaves whole (input_stays_whole), each aligned as the static
 // segment places it.
