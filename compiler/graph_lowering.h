@@ -105,10 +105,11 @@ class GraphLowering {
   void lower_fused(const FusedChain& c);
   void fold_batchnorm(const Layer& bn, int weight, int& bias, const std::vector<int>& stats,
                       const std::string& bias_name);
-  // The contents of an f32 input or weight: its bytes, or its seeded random values.
+  // The contents of an f32 input or weight: its bytes, or its seeded random values; as floats,
+  // as bytes, or written to `out` (its size in bytes).
   std::vector<float> values_of(int buffer) const;
-  // The same as bytes (f32 only).
   std::vector<uint8_t> bytes_of(int buffer) const;
+  void contents_into(int buffer, uint8_t* out) const;
   // The conv2d of `l` (x [N, G*Ci, ...], its weight [F, Ci, k...] and bias [F]) into y; with an
   // epilogue the fused op, else the conv and an eltwise add of the bias (bias < 0: none).
   void emit_conv(const Layer& l, const View& x, const View& wsrc, int bias, const View* bias_view,

@@ -164,12 +164,14 @@ void GraphLowering::plan_fusion() {
   }
 }
 
-std::vector<uint8_t> GraphLowering::bytes_of(int b) const {
+void GraphLowering::contents_into(int b, uint8_t* out) const {
   const Buffer& buf = buffers_[b];
   FRACSIM_ASSERT(buf.desc.dtype == isa::DType::f32, "values of {}: not f32", buf.desc.name);
   const size_t n = static_cast<size_t>(isa::num_elements(buf.desc.shape));
-  if (!buf.bytes.empty()) return buf.bytes;
-  std::vector<uint8_t> v(n * 4);
+  if (!buf.bytes.empty()) {
+    std::memcpy(out, buf.bytes.data(), n * 4);
+    return;
+  }
   isa::DataSegment d;
   d.kind = isa::DataSegment::Kind::random;
   d.dtype = isa::DType::f32;
@@ -177,14 +179,18 @@ std::vector<uint8_t> GraphLowering::bytes_of(int b) const {
   d.seed = segment_seed(w_.seed, static_cast<uint64_t>(buf.seed_slot));
   d.lo = buf.lo;
   d.hi = buf.hi;
-  isa::fill_data_segment(d, isa::MemoryView{v.data(), n * 4});
-  return v;
+  isa::fill_data_segment(d, isa::MemoryView{out, n * 4});
 }
 
 std::vector<float> GraphLowering::values_of(int b) const {
-  const std::vector<uint8_t> bytes = bytes_of(b);
-  std::vector<float> v(bytes.size() / 4);
-  std::memcpy(v.data(), bytes.data(), bytes.size());
+  std::vector<float> v(static_cast<size_t>(isa::num_elements(buffers_[b].desc.shape)));
+  contents_into(b, reinterpret_cast<uint8_t*>(v.data()));
+  return v;
+}
+
+std::vector<uint8_t> GraphLowering::bytes_of(int b) const {
+  std::vector<uint8_t> v(static_cast<size_t>(isa::num_elements(buffers_[b].desc.shape)) * 4);
+  contents_into(b, v.data());
   return v;
 }
 

@@ -165,15 +165,9 @@ double CostModel::execute_uncached(int l, const OpDef& op, const OpTable& ops,
   auto child_cycles = [&](const Instruction& c) {
     return after_write_back ? node_cycles(l + 1, op, ops, c) : quick_cycles(l + 1, op, ops, c);
   };
-  const std::vector<int64_t> ext = dim_extents(op, piece);
-  bool parallel_dim = false;
-  for (size_t d = 0; d < ext.size(); ++d)
-    parallel_dim = parallel_dim || (op.dims[d].kind == DimKind::parallel && ext[d] > 1);
-  if (parallel_dim) {
-    // The children of one split run at once: the largest sets the time.
-    const Instruction child = largest_part(op, piece, parallel_parts(l, op, ops, piece, lc.fanout));
-    return child_cycles(child) * lc.child_clock_ratio;
-  }
+  // The children of one split run at once: the largest sets the time.
+  if (const std::optional<Instruction> child = largest_child(l, op, ops, piece))
+    return child_cycles(*child) * lc.child_clock_ratio;
   // A reduce dim split across the children (parallel's fallback), combined by the LFU.
   const ParallelSplit split =
       parallel(op, ops, localize(op, piece, 0).local, lc.fanout, 0, this, l);
@@ -188,18 +182,22 @@ double CostModel::execute_uncached(int l, const OpDef& op, const OpTable& ops,
 
 double CostModel::inputs_bound(int l, const OpDef& op, const OpTable& ops,
                                const Instruction& piece) const {
-  const LevelCost& lc = level(l);
-  const std::vector<int64_t> ext = dim_extents(op, piece);
-  bool parallel_dim = false;
-  for (size_t d = 0; d < ext.size(); ++d)
-    parallel_dim = parallel_dim || (op.dims[d].kind == DimKind::parallel && ext[d] > 1);
-  if (!parallel_dim) return 0;
-  const Instruction child = largest_part(op, piece, parallel_parts(l, op, ops, piece, lc.fanout));
+  const std::optional<Instruction> child = largest_child(l, op, ops, piece);
+  if (!child) return 0;
   double bytes = 0;
   for (size_t o = 0; o < op.operands.size(); ++o)
-    if (op.operands[o].role == OperandRole::in && operand_is_read(op, child, o))
-      bytes += static_cast<double>(child.operands[o].stored_bytes());
-  return bytes / level(l + 1).bytes_per_cycle * lc.child_clock_ratio;
+    if (op.operands[o].role == OperandRole::in && operand_is_read(op, *child, o))
+      bytes += static_cast<double>(child->operands[o].stored_bytes());
+  return bytes / level(l + 1).bytes_per_cycle * level(l).child_clock_ratio;
+}
+
+std::optional<Instruction> CostModel::largest_child(int l, const OpDef& op, const OpTable& ops,
+                                                    const Instruction& piece) const {
+  const std::vector<int64_t> ext = dim_extents(op, piece);
+  for (size_t d = 0; d < ext.size(); ++d)
+    if (op.dims[d].kind == DimKind::parallel && ext[d] > 1)
+      return largest_part(op, piece, parallel_parts(l, op, ops, piece, level(l).fanout));
+  return std::nullopt;
 }
 
 double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,

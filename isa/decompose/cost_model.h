@@ -128,6 +128,10 @@ class CostModel {
   // A lower bound of execute_cycles(l, piece, true) where its children split parallel dims:
   // the largest child loading the inputs it reads over its link (0 otherwise).
   double inputs_bound(int l, const OpDef& op, const OpTable& ops, const Instruction& piece) const;
+  // The largest child of a node of level `l` splitting `piece` across its children along
+  // parallel dims (parallel_parts); none when no parallel dim is longer than 1.
+  std::optional<Instruction> largest_child(int l, const OpDef& op, const OpTable& ops,
+                                           const Instruction& piece) const;
 
   Policy policy_;
   std::vector<LevelCost> levels_;
