@@ -553,6 +553,9 @@ TEST_CASE(
   //   LD channel reaches it, so the core loads its 16 pieces back to back: 141 -> 813.
   //   hold on: no job writes its tile back but the last, whose last piece runs EX 813 -> 836
   //   and WB 836 -> 850 (10 + 64 / 16); the mid writes out back 850 -> 864.      864 cycles
+  //   The loads run back to back because each later job's first group takes the held
+  //   accumulator over: were it to wait for the held group's retire (e.g. 332) before its ID,
+  //   its LD would run 333 -> 375 instead of 309 -> 351, 24 later, three times: 936.
   //   hold off: each of the first three jobs writes its tile back after its last EX (e.g. 332
   //   -> 346), and the next job's first piece loads it again after its a and b (309 -> 351,
   //   then 351 -> 365: 14 more on the LD channel), three times.            864 + 3 x 14 = 906
