@@ -218,6 +218,7 @@ isa::CostModel cost_model(const MachineSpec& spec) {
     c.decode_cycles = ls.controller.decode_cycles;
     c.resident = ls.resident_partial_sums;
     c.tile_hazards = spec.hazards == HazardCheck::tiles;
+    c.overlap = ls.overlap;
     if (!ls.is_leaf)
       c.child_clock_ratio = static_cast<double>(ls.controller.clock) /
                             static_cast<double>(spec.levels[l + 1].controller.clock);

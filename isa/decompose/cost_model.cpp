@@ -25,6 +25,16 @@ void piece_traffic(const OpDef& op, const Instruction& piece, double& read, doub
   }
 }
 
+// The period of a transfer of `t` cycles (latency included) into a node of level `lc` in its
+// pipeline's steady state. On a pipelined link a piece is requested when it is queued, which a
+// sub-block allows once the pieces in LD and EX hold two of them; so N - 2 pieces wait
+// requested ahead of it, and at a period T the latency left when its transfer starts is
+// latency - (N - 2) T: T = max(data, (data + latency) / (N - 1)).
+double flowing_cycles(const LevelCost& lc, double t) {
+  const double data = t - lc.latency_cycles;
+  return lc.pipelined && lc.depth > 1 ? std::max(data, t / (lc.depth - 1)) : t;
+}
+
 // The piece of `instr` with the longest chunk of every dim that `parts` splits it into.
 Instruction largest_part(const OpDef& op, const Instruction& instr,
                          const std::vector<int64_t>& parts) {
@@ -139,41 +149,47 @@ CostModel::CostModel(Policy policy, std::vector<LevelCost> levels)
       levels_(std::move(levels)),
       node_cache_(levels_.size()),
       quick_cache_(levels_.size()),
+      steady_cache_(levels_.size()),
       execute_cache_(levels_.size()),
       tiling_cache_(levels_.size()),
       parts_cache_(levels_.size() + 1) {}
 
 double CostModel::execute_cycles(int l, const OpDef& op, const OpTable& ops,
-                                 const Instruction& piece, bool after_write_back) const {
+                                 const Instruction& piece, ChildRun run) const {
   auto& cache = execute_cache_.at(static_cast<size_t>(l));
   PackedKey packed;
   put_shape_key(piece, packed);
-  packed.push_back(after_write_back ? 1 : 0);
+  packed.push_back(static_cast<int64_t>(run));
   if (auto it = cache.find(packed); it != cache.end()) return it->second;
-  const double t = execute_uncached(l, op, ops, piece, after_write_back);
+  const double t = execute_uncached(l, op, ops, piece, run);
   cache.emplace(std::move(packed), t);
   return t;
 }
 
 double CostModel::execute_uncached(int l, const OpDef& op, const OpTable& ops,
-                                   const Instruction& piece, bool after_write_back) const {
+                                   const Instruction& piece, ChildRun run) const {
   const LevelCost& lc = level(l);
   if (lc.leaf) return static_cast<double>(leaf_cycles(op, piece, lc.unit));
   // A child that must wait for an earlier piece's write-back cannot overlap its own loads with
   // the pieces before it: its whole run (node_cycles: fill and drain included), not its steady
   // state (quick_cycles).
   auto child_cycles = [&](const Instruction& c) {
-    return after_write_back ? node_cycles(l + 1, op, ops, c) : quick_cycles(l + 1, op, ops, c);
+    if (run == ChildRun::whole) return node_cycles(l + 1, op, ops, c);
+    if (run == ChildRun::steady && level(l + 1).overlap) return steady_cycles(l + 1, op, ops, c);
+    return quick_cycles(l + 1, op, ops, c);
   };
   // The children of one split run at once: the largest sets the time.
   if (const std::optional<Instruction> child = largest_child(l, op, ops, piece))
     return child_cycles(*child) * lc.child_clock_ratio;
-  // A reduce dim split across the children (parallel's fallback), combined by the LFU.
+  // A reduce dim split across the children (parallel's fallback), combined by the LFU. The
+  // partial results of successive pieces share the node's scratch memory, so their children do
+  // not overlap them: each runs alone even in a run of pieces.
   const ParallelSplit split =
       parallel(op, ops, localize(op, piece, 0).local, lc.fanout, 0, this, l);
   double children = 0, lfu = 0;
   for (const Instruction& c : split.children)
-    children = std::max(children, child_cycles(c));
+    children = std::max(
+        children, run == ChildRun::steady ? quick_cycles(l + 1, op, ops, c) : child_cycles(c));
   for (const Instruction& r : split.reductions)
     lfu += std::ceil(static_cast<double>(r.operands.back().elements()) /
                      static_cast<double>(lc.lfu_throughput));
@@ -256,30 +272,29 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
   // output do), so each such piece runs alone, load, execute and write-back in turn; with
   // `tiles` only the piece of its own tile, a sweep earlier, which is done when a sweep holds
   // more pieces than are in flight.
-  // ex: a piece's execution; ex_acc: an accumulating piece's (below). The time grows with both
-  // (in floating point too), so with both 0 it is a lower bound.
-  // A piece in the pipeline's steady state, on a pipelined link: it was requested when it was
-  // queued, which a sub-block allows once the pieces in LD and EX hold two of them; so N - 2
-  // pieces wait requested ahead of it, and at a period T the latency left when its transfer
-  // starts is latency - (N - 2) T: T = max(data, (data + latency) / (N - 1)).
-  auto flowing = [&](double t) {
-    const double data = t - lc.latency_cycles;
-    return lc.pipelined && lc.depth > 1 ? std::max(data, t / (lc.depth - 1)) : t;
-  };
+  // ex: a piece's execution alone (the first's); ex_s: in the pipeline's steady state, where
+  // the children overlap the pieces' instructions (ChildRun::steady); ex_acc: an accumulating
+  // piece's (below). The time grows with each (in floating point too), so with all 0 it is a
+  // lower bound.
+  // A piece's load and write-back in the pipeline's steady state: flowing_cycles.
+  auto flowing = [&](double t) { return flowing_cycles(lc, t); };
   const double ld_s = flowing(ld), wb_s = flowing(wb);
-  auto total = [&](double ex, double ex_acc) {
-    const double steady = std::max({ld_s, ex, wb_s, dec});
+  auto total = [&](double ex, double ex_s, double ex_acc) {
+    // A piece holds its sub-block from its load to the end of its write-back: `depth` of them
+    // in flight at most.
+    const double occupied = (ld + ex + wb) / lc.depth;
+    const double steady = std::max({ld_s, ex_s, wb_s, dec, occupied});
     if (resident) {
       // Resident partial sums: no piece reloads its output tile, so none waits for a
       // write-back, and one write-back serves the reduce_parts pieces of a tile.
       return stat / lc.bytes_per_cycle + ld + ex + wb +
-             (first - 1) * std::max({ld_s, ex, wb_s / reduce_parts, dec}) +
+             (first - 1) * std::max({ld_s, ex_s, wb_s / reduce_parts, dec, occupied}) +
              (pieces - first) * std::max({flowing(ld - held / lc.bytes_per_cycle), ex_acc,
                                           wb_s / reduce_parts, dec});
     }
     if (lc.tile_hazards && first > lc.depth) {
       const double acc_steady =
-          std::max({flowing(ld + accumulated / lc.bytes_per_cycle), ex, wb_s, dec});
+          std::max({flowing(ld + accumulated / lc.bytes_per_cycle), ex_s, wb_s, dec});
       return stat / lc.bytes_per_cycle + ld + ex + wb + (first - 1) * steady +
              (pieces - first) * acc_steady;
     }
@@ -288,8 +303,9 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
            (pieces - first) * serial;
   };
   // A tiling that cannot come below at_least is not estimated further (nor cached).
-  if (const double bound = total(0, 0); bound >= at_least) return bound;
+  if (const double bound = total(0, 0, 0); bound >= at_least) return bound;
   const double ex = execute_cycles(l, op, ops, piece);
+  const double ex_s = execute_cycles(l, op, ops, piece, ChildRun::steady);
   // At an inner node a piece that accumulates onto an output tile runs on children that read
   // that tile back and so wait for the write-back of the piece before it (estimated only where
   // the time uses it).
@@ -297,7 +313,7 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
   if (!lc.leaf && reduce_parts > 1 && (resident || !(lc.tile_hazards && first > lc.depth))) {
     // Those children's whole runs are the costliest part to estimate: not estimated (nor the
     // tiling cached) where the time without them already reaches at_least.
-    if (const double bound = total(ex, 0); bound >= at_least) return bound;
+    if (const double bound = total(ex, ex_s, 0); bound >= at_least) return bound;
     Instruction later = piece;
     for (const OperandDef& od : op.operands)
       if (od.role == OperandRole::out && !od.read_if.empty())
@@ -305,11 +321,11 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
     // Nor where it reaches at_least with them taken as no less than their largest child's
     // loading of its inputs (every tiling of it loads each input byte at least once).
     if (at_least < std::numeric_limits<double>::infinity())
-      if (const double bound = total(ex, inputs_bound(l, op, ops, later)); bound >= at_least)
+      if (const double bound = total(ex, ex_s, inputs_bound(l, op, ops, later)); bound >= at_least)
         return bound;
-    ex_acc = execute_cycles(l, op, ops, later, true);
+    ex_acc = execute_cycles(l, op, ops, later, ChildRun::whole);
   }
-  const double t = total(ex, ex_acc);
+  const double t = total(ex, ex_s, ex_acc);
   cache.emplace(std::move(packed), t);
   return t;
 }
@@ -336,6 +352,24 @@ double CostModel::quick_cycles(int l, const OpDef& op, const OpTable& ops,
                      std::max(1.0, static_cast<double>(sub_block_bytes(lc.capacity, lc.depth)))));
   const double longest = std::max({in, ex, out});
   const double t = longest + (in + ex + out - longest) / pieces + 2 * lc.latency_cycles;
+  cache.emplace(std::move(packed), t);
+  return t;
+}
+
+double CostModel::steady_cycles(int l, const OpDef& op, const OpTable& ops,
+                                const Instruction& instr) const {
+  auto& cache = steady_cache_.at(static_cast<size_t>(l));
+  PackedKey packed;
+  put_shape_key(instr, packed);
+  if (auto it = cache.find(packed); it != cache.end()) return it->second;
+  const LevelCost& lc = level(l);
+  double read = 0, written = 0;
+  piece_traffic(op, instr, read, written);
+  const double t =
+      std::max({flowing_cycles(lc, lc.latency_cycles + read / lc.bytes_per_cycle),
+                execute_cycles(l, op, ops, instr, ChildRun::steady),
+                flowing_cycles(lc, lc.latency_cycles + written / lc.bytes_per_cycle),
+                static_cast<double>(lc.decode_cycles), quick_cycles(l, op, ops, instr) / lc.depth});
   cache.emplace(std::move(packed), t);
   return t;
 }

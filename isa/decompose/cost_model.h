@@ -52,6 +52,10 @@ struct LevelCost {
   // A load waits only for earlier pieces that write bytes it reads (the machine's `hazards:
   // tiles`), not for every one whose byte span meets its own (`spans`).
   bool tile_hazards = false;
+  // Its nodes take their parent's next instruction while the one before drains (`overlap`):
+  // in a run of the parent's pieces, a node's loads, execution and write-backs of successive
+  // instructions overlap, so each costs its longest stage, not the three in turn.
+  bool overlap = false;
   double child_clock_ratio = 1;  // this level's clock / its children's (their cycles to ours)
   LeafParams unit;               // the leaf's units (leaf level)
 };
@@ -96,10 +100,20 @@ class CostModel {
   // Estimated cycles of a piece's execution at level `l` (EX): the unit's cycles at a leaf;
   // at an inner node its largest child's quick_cycles, split by the policy, plus the LFU's
   // reductions.
-  // after_write_back: the piece's children wait for an earlier piece's write-back (it
-  // accumulates onto what that piece wrote), so each runs whole (node_cycles), not pipelined.
+  // How the children's time is taken (`run`): quick_cycles, as one instruction alone; whole:
+  // the piece's children wait for an earlier piece's write-back (it accumulates onto what that
+  // piece wrote), so each runs whole (node_cycles), not pipelined; steady: in a run of like
+  // pieces, each child's steady_cycles where its level overlaps instructions.
+  enum class ChildRun : uint8_t { quick, whole, steady };
   double execute_cycles(int l, const OpDef& op, const OpTable& ops, const Instruction& piece,
-                        bool after_write_back = false) const;
+                        ChildRun run = ChildRun::quick) const;
+
+  // The period of a node of level `l` per instruction in a run of like instructions that it
+  // overlaps (LevelCost::overlap): the longest of loading its operands, executing it (its
+  // children's periods in turn, where theirs overlap) and writing its outputs back (each
+  // transfer in the steady state of its link), and at least its quick_cycles over its depth
+  // (an instruction holds its sub-blocks from its loads to the ends of its write-backs).
+  double steady_cycles(int l, const OpDef& op, const OpTable& ops, const Instruction& instr) const;
 
   // A quick estimate of a node of level `l` running `instr` whole: the longest of loading its
   // operands, executing it (as execute_cycles) and writing its outputs back, plus the other two
@@ -124,9 +138,9 @@ class CostModel {
 
  private:
   double execute_uncached(int l, const OpDef& op, const OpTable& ops, const Instruction& piece,
-                          bool after_write_back) const;
-  // A lower bound of execute_cycles(l, piece, true) where its children split parallel dims:
-  // the largest child loading the inputs it reads over its link (0 otherwise).
+                          ChildRun run) const;
+  // A lower bound of execute_cycles(l, piece, ChildRun::whole) where its children split parallel
+  // dims: the largest child loading the inputs it reads over its link (0 otherwise).
   double inputs_bound(int l, const OpDef& op, const OpTable& ops, const Instruction& piece) const;
   // The largest child of a node of level `l` splitting `piece` across its children along
   // parallel dims (parallel_parts); none when no parallel dim is longer than 1.
@@ -138,7 +152,8 @@ class CostModel {
   // Keyed by shape_key (node and tiling estimates by planning_key).
   template <typename V>
   using Cache = KeyMap<V>;
-  mutable std::vector<Cache<double>> node_cache_, quick_cache_, execute_cache_, tiling_cache_;
+  mutable std::vector<Cache<double>> node_cache_, quick_cache_, steady_cache_, execute_cache_,
+      tiling_cache_;
   mutable std::vector<Cache<std::vector<int64_t>>> parts_cache_;
   std::optional<PinnedDecision> pinned_;
 };

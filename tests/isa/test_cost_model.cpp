@@ -127,6 +127,40 @@ TEST_CASE("on a pipelined link a piece in the steady state pays the longer of da
   CHECK(pipelined.tiling_cycles(0, op, ops, matmul(16, 64, 4), {1, 4, 4, 64}) == 436.0);
 }
 
+TEST_CASE(
+    "a child that overlaps its instructions costs a piece its period, the first its whole run") {
+  const OpTable& ops = OpTable::builtin();
+  const OpDef& op = ops.get("matmul");
+  // A node of level 0 (64 KiB, 3 sub-blocks, 16 B per cycle, latency 10, one child) over the
+  // leaf above, a[16,64] x b[64,4] in 4 pieces of 4 rows. At level 0 b stays whole (1024 B, 64
+  // cycles); a piece loads its a tile (1024 B: 10 + 64 = 74) and writes out[4,4] (10 + 4 = 14).
+  // Its one child runs the piece whole: it loads a and b (2048 B: 128), runs 1 * 1 * 1 * 64 +
+  // 7 = 71 and writes 64 B (4), one piece in its sub-blocks, so in turn: 128 + 75 + 20 = 223,
+  // the piece's execution alone.
+  LevelCost node = leaf_model(64 << 10).level(0), leaf = node;
+  node.leaf = false;
+  node.name = "node";
+  auto model = [&](bool overlap, int depth) {
+    LevelCost n = node, c = leaf;
+    n.depth = depth;
+    c.overlap = overlap;
+    return CostModel(Policy::search, {n, c});
+  };
+  const Instruction piece = matmul(4, 64, 4);
+  CHECK(model(true, 3).quick_cycles(1, op, ops, piece) == 223.0);
+  // Overlapping its instructions, the child takes a piece in its longest stage, the load with
+  // its latency (10 + 128 = 138; a turnover of its 3 sub-blocks, 223 / 3, is shorter).
+  CHECK(model(true, 3).steady_cycles(1, op, ops, piece) == 138.0);
+  // Without overlap each piece costs the child's whole run: 64 + 74 + 223 + 14 + 3 * 223 = 1044.
+  CHECK(model(false, 3).tiling_cycles(0, op, ops, matmul(16, 64, 4), {1, 4, 4, 64}) == 1044.0);
+  // With it the first piece does, the next three its period, 138 (the node's turnover of its
+  // 3 sub-blocks, (74 + 223 + 14) / 3, is shorter): 64 + 74 + 223 + 14 + 3 * 138 = 789.
+  CHECK(model(true, 3).tiling_cycles(0, op, ops, matmul(16, 64, 4), {1, 4, 4, 64}) == 789.0);
+  // With 2 sub-blocks at the node the turnover binds: (74 + 223 + 14) / 2 = 155.5 a piece,
+  // 64 + 74 + 223 + 14 + 3 * 155.5 = 841.5.
+  CHECK(model(true, 2).tiling_cycles(0, op, ops, matmul(16, 64, 4), {1, 4, 4, 64}) == 841.5);
+}
+
 TEST_CASE("an input is reused when a later instruction reads its exact view before any write") {
   const OpTable& ops = OpTable::builtin();
   const uint16_t mm = ops.get("matmul").opcode, add = ops.get("eltwise").opcode;
