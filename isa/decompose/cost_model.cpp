@@ -80,6 +80,17 @@ void put_planning_key(const OpDef& op, const Instruction& instr, Key& key) {
       key.push_back(input_meets_output(op, instr, o) ? 1 : 0);
 }
 
+// The value `compute` gives for `instr`, remembered in `cache` by its shape_key.
+template <typename Cache, typename Compute>
+double cached_by_shape(Cache& cache, const Instruction& instr, Compute compute) {
+  PackedKey packed;
+  put_shape_key(instr, packed);
+  if (auto it = cache.find(packed); it != cache.end()) return it->second;
+  const double t = compute();
+  cache.emplace(std::move(packed), t);
+  return t;
+}
+
 }  // namespace
 
 std::vector<int64_t> shape_key(const Instruction& instr) {
@@ -358,20 +369,16 @@ double CostModel::quick_cycles(int l, const OpDef& op, const OpTable& ops,
 
 double CostModel::steady_cycles(int l, const OpDef& op, const OpTable& ops,
                                 const Instruction& instr) const {
-  auto& cache = steady_cache_.at(static_cast<size_t>(l));
-  PackedKey packed;
-  put_shape_key(instr, packed);
-  if (auto it = cache.find(packed); it != cache.end()) return it->second;
-  const LevelCost& lc = level(l);
-  double read = 0, written = 0;
-  piece_traffic(op, instr, read, written);
-  const double t =
-      std::max({flowing_cycles(lc, lc.latency_cycles + read / lc.bytes_per_cycle),
-                execute_cycles(l, op, ops, instr, ChildRun::steady),
-                flowing_cycles(lc, lc.latency_cycles + written / lc.bytes_per_cycle),
-                static_cast<double>(lc.decode_cycles), quick_cycles(l, op, ops, instr) / lc.depth});
-  cache.emplace(std::move(packed), t);
-  return t;
+  return cached_by_shape(steady_cache_.at(static_cast<size_t>(l)), instr, [&] {
+    const LevelCost& lc = level(l);
+    double read = 0, written = 0;
+    piece_traffic(op, instr, read, written);
+    return std::max({flowing_cycles(lc, lc.latency_cycles + read / lc.bytes_per_cycle),
+                     execute_cycles(l, op, ops, instr, ChildRun::steady),
+                     flowing_cycles(lc, lc.latency_cycles + written / lc.bytes_per_cycle),
+                     static_cast<double>(lc.decode_cycles),
+                     quick_cycles(l, op, ops, instr) / lc.depth});
+  });
 }
 
 double CostModel::node_cycles(int l, const OpDef& op, const OpTable& ops,
