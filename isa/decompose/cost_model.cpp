@@ -167,6 +167,12 @@ CostModel::CostModel(Policy policy, std::vector<LevelCost> levels)
 
 double CostModel::execute_cycles(int l, const OpDef& op, const OpTable& ops,
                                  const Instruction& piece, ChildRun run) const {
+  // At a leaf every run is the unit's cycles; children that do not overlap their instructions
+  // run each piece as alone.
+  if (level(l).leaf)
+    run = ChildRun::quick;
+  else if (run == ChildRun::steady && !level(l + 1).overlap)
+    run = ChildRun::quick;
   auto& cache = execute_cache_.at(static_cast<size_t>(l));
   PackedKey packed;
   put_shape_key(piece, packed);
@@ -182,25 +188,24 @@ double CostModel::execute_uncached(int l, const OpDef& op, const OpTable& ops,
   const LevelCost& lc = level(l);
   if (lc.leaf) return static_cast<double>(leaf_cycles(op, piece, lc.unit));
   // A child that must wait for an earlier piece's write-back cannot overlap its own loads with
-  // the pieces before it: its whole run (node_cycles: fill and drain included), not its steady
-  // state (quick_cycles).
-  auto child_cycles = [&](const Instruction& c) {
-    if (run == ChildRun::whole) return node_cycles(l + 1, op, ops, c);
-    if (run == ChildRun::steady && level(l + 1).overlap) return steady_cycles(l + 1, op, ops, c);
+  // the pieces before it: its whole run (node_cycles: fill and drain included), not its time
+  // as one instruction alone (quick_cycles) or in a run of them (steady_cycles).
+  auto child_cycles = [&](const Instruction& c, ChildRun r) {
+    if (r == ChildRun::whole) return node_cycles(l + 1, op, ops, c);
+    if (r == ChildRun::steady) return steady_cycles(l + 1, op, ops, c);
     return quick_cycles(l + 1, op, ops, c);
   };
   // The children of one split run at once: the largest sets the time.
   if (const std::optional<Instruction> child = largest_child(l, op, ops, piece))
-    return child_cycles(*child) * lc.child_clock_ratio;
+    return child_cycles(*child, run) * lc.child_clock_ratio;
   // A reduce dim split across the children (parallel's fallback), combined by the LFU. The
   // partial results of successive pieces share the node's scratch memory, so their children do
   // not overlap them: each runs alone even in a run of pieces.
+  const ChildRun alone = run == ChildRun::steady ? ChildRun::quick : run;
   const ParallelSplit split =
       parallel(op, ops, localize(op, piece, 0).local, lc.fanout, 0, this, l);
   double children = 0, lfu = 0;
-  for (const Instruction& c : split.children)
-    children = std::max(
-        children, run == ChildRun::steady ? quick_cycles(l + 1, op, ops, c) : child_cycles(c));
+  for (const Instruction& c : split.children) children = std::max(children, child_cycles(c, alone));
   for (const Instruction& r : split.reductions)
     lfu += std::ceil(static_cast<double>(r.operands.back().elements()) /
                      static_cast<double>(lc.lfu_throughput));

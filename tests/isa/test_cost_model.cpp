@@ -161,6 +161,30 @@ TEST_CASE(
   CHECK(model(true, 2).tiling_cycles(0, op, ops, matmul(16, 64, 4), {1, 4, 4, 64}) == 841.5);
 }
 
+TEST_CASE("children that split a reduce dim run each piece alone, overlapping or not") {
+  const OpTable& ops = OpTable::builtin();
+  const OpDef& op = ops.get("matmul");
+  // a[2,64] x b[64,1] at a node of two leaf children (as above, 16 B per cycle, latency 10, 3
+  // sub-blocks; its LFU 1 element per cycle), in 2 pieces of one row. b stays whole (256 B:
+  // 16); a piece loads its a row (10 + 256 / 16 = 26) and writes out[1,1] (10 + 4 / 16 =
+  // 10.25). No parallel dim of a piece is longer than 1: its children split K, a[1,32] and
+  // b[32,1] each (256 B: 16), run 1 * 1 * 1 * 32 + 7 = 39, write 4 B (0.25), in turn: 39 +
+  // 16.25 + 20 = 75.25; the LFU adds the two partial sums (1 element: 1). A piece: 76.25.
+  // Their partial sums share the node's scratch, so the next piece's children wait: each piece
+  // costs 76.25 whether the children's level overlaps or not, 16 + 26 + 76.25 + 10.25 + 76.25
+  // = 204.75 (charged the children's period, 39 + 1, it would be 168.5).
+  LevelCost node = leaf_model(64 << 10).level(0), leaf = node;
+  node.leaf = false;
+  node.fanout = 2;
+  for (bool overlap : {false, true}) {
+    CAPTURE(overlap);
+    LevelCost c = leaf;
+    c.overlap = overlap;
+    const CostModel model(Policy::search, {node, c});
+    CHECK(model.tiling_cycles(0, op, ops, matmul(2, 64, 1), {1, 1, 1, 64}) == 204.75);
+  }
+}
+
 TEST_CASE("an input is reused when a later instruction reads its exact view before any write") {
   const OpTable& ops = OpTable::builtin();
   const uint16_t mm = ops.get("matmul").opcode, add = ops.get("eltwise").opcode;
