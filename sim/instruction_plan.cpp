@@ -310,7 +310,13 @@ std::vector<HeldOutput> held_outputs(const isa::OpDef& op, const InstructionPlan
 }
 
 std::vector<int64_t> congruence_key(const isa::Instruction& instr) {
-  std::vector<int64_t> key{instr.opcode, static_cast<int64_t>(instr.attrs.size())};
+  const size_t n = instr.operands.size();
+  size_t size = 3 + instr.attrs.size() + n * (n - 1);
+  for (const isa::TensorRef& t : instr.operands) size += 2 + 2 * t.shape.size();
+  std::vector<int64_t> key;
+  key.reserve(size);
+  key.push_back(instr.opcode);
+  key.push_back(static_cast<int64_t>(instr.attrs.size()));
   key.insert(key.end(), instr.attrs.begin(), instr.attrs.end());
   key.push_back(instr.reused);
   for (const isa::TensorRef& t : instr.operands) {
@@ -320,9 +326,11 @@ std::vector<int64_t> congruence_key(const isa::Instruction& instr) {
     key.insert(key.end(), t.strides.begin(), t.strides.end());
   }
   // Operands that overlap must overlap the same way (their hazards and static choice follow).
-  for (size_t a = 0; a < instr.operands.size(); ++a)
-    for (size_t b = a + 1; b < instr.operands.size(); ++b) {
-      const bool o = overlaps(instr.operands[a].byte_span(), instr.operands[b].byte_span());
+  std::vector<std::pair<uint64_t, uint64_t>> spans(n);
+  for (size_t a = 0; a < n; ++a) spans[a] = instr.operands[a].byte_span();
+  for (size_t a = 0; a < n; ++a)
+    for (size_t b = a + 1; b < n; ++b) {
+      const bool o = overlaps(spans[a], spans[b]);
       key.push_back(o ? 1 : 0);
       if (o)
         key.push_back(static_cast<int64_t>(instr.operands[b].address - instr.operands[a].address));

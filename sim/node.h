@@ -345,6 +345,11 @@ class Node : public sc_core::sc_module {
   // The plan of a child's instruction (cached by congruence, so usually a translation).
   std::shared_ptr<const InstructionPlan> child_plan(const isa::OpDef& op,
                                                     const isa::Instruction& instr, size_t child);
+  // The plan of its congruence class (planned now if it is the first), with the instruction it
+  // was made for: what a translation does not change (pieces' shapes, sub-block sizes) is read
+  // there without one.
+  const std::pair<isa::Instruction, std::shared_ptr<const InstructionPlan>>& class_entry(
+      const isa::OpDef& op, const isa::Instruction& instr, size_t child);
 
   int level_;
   bool is_root_, is_leaf_;

@@ -96,20 +96,27 @@ bool one_resident_group(const InstructionPlan& plan) {
 
 }  // namespace
 
-std::shared_ptr<const InstructionPlan> Node::child_plan(const isa::OpDef& op,
-                                                        const isa::Instruction& instr,
-                                                        size_t child) {
+const std::pair<isa::Instruction, std::shared_ptr<const InstructionPlan>>& Node::class_entry(
+    const isa::OpDef& op, const isa::Instruction& instr, size_t child) {
   auto& cache = ctx_.plans[level_ + 1];
   isa::PackedKey key(congruence_key(instr));
   auto it = cache.find(key);
-  if (it == cache.end()) {
-    auto plan = std::make_shared<const InstructionPlan>(
-        plan_instruction(op, *ctx_.ops, instr, child_shape(child)));
-    cache.emplace(std::move(key), std::make_pair(instr, plan));
-    return plan;
-  }
-  if (it->second.first == instr) return it->second.second;
-  if (auto moved = translated_plan(*it->second.second, it->second.first, instr))
+  if (it == cache.end())
+    it =
+        cache
+            .emplace(std::move(key),
+                     std::make_pair(instr, std::make_shared<const InstructionPlan>(plan_instruction(
+                                               op, *ctx_.ops, instr, child_shape(child)))))
+            .first;
+  return it->second;
+}
+
+std::shared_ptr<const InstructionPlan> Node::child_plan(const isa::OpDef& op,
+                                                        const isa::Instruction& instr,
+                                                        size_t child) {
+  const auto& [made_for, plan] = class_entry(op, instr, child);
+  if (made_for == instr) return plan;
+  if (auto moved = translated_plan(*plan, made_for, instr))
     return std::make_shared<const InstructionPlan>(std::move(*moved));
   return std::make_shared<const InstructionPlan>(
       plan_instruction(op, *ctx_.ops, instr, child_shape(child)));
@@ -231,10 +238,11 @@ std::vector<char> Node::holds_for(const Piece& p, const std::vector<size_t>& chi
     const isa::Instruction& later = split.children[i];
     const int o = accumulated_out(op, later);
     if (o < 0 || later.operands[o] != instrs[i].operands[o]) continue;
-    const auto now = child_plan(op, instrs[i], child[i]);
-    const auto then = child_plan(op, later, child[i]);
-    hold[i] = one_resident_group(*now) && one_resident_group(*then) &&
-              now->subblock_bytes == then->subblock_bytes;
+    // What decides it does not move with a plan's translation.
+    const InstructionPlan& now = *class_entry(op, instrs[i], child[i]).second;
+    const InstructionPlan& then = *class_entry(op, later, child[i]).second;
+    hold[i] = one_resident_group(now) && one_resident_group(then) &&
+              now.subblock_bytes == then.subblock_bytes;
   }
   return hold;
 }
