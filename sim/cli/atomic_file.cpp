@@ -16,12 +16,44 @@
 
 namespace fracsim::cli {
 
+namespace {
+
+ConfigError cannot_write(const std::string& path, int err) {
+  return ConfigError(fmt::format("{}: cannot write file ({})", path, std::strerror(err)));
+}
+
+}  // namespace
+
+void check_writable(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  std::error_code ec;
+  const fs::file_status st = fs::status(target, ec);
+  if (!ec && fs::is_directory(st)) throw cannot_write(path, EISDIR);
+  if (!ec && fs::exists(st) && !fs::is_regular_file(st)) {
+    const int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) throw cannot_write(path, errno);
+    ::close(fd);
+    return;
+  }
+  // The folder takes a new file: the one write_file_atomically's temporary would be.
+  const fs::path probe =
+      target.parent_path() / fmt::format(".{}.probe-{}", target.filename().string(), ::getpid());
+  set_pending_temporary(probe.string());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  const int err = errno;
+  if (fd >= 0) {
+    ::close(fd);
+    ::unlink(probe.c_str());
+  }
+  set_pending_temporary("");
+  if (fd < 0) throw cannot_write(path, err);
+}
+
 void write_file_atomically(const std::string& path, std::string_view contents) {
   namespace fs = std::filesystem;
   const fs::path target(path);
-  auto fail = [&](int err) {
-    return ConfigError(fmt::format("{}: cannot write file ({})", path, std::strerror(err)));
-  };
+  auto fail = [&](int err) { return cannot_write(path, err); };
   // A device or a pipe (-o /dev/null, -o /dev/stdout) is written in place: renaming a file
   // over it would replace the device itself.
   std::error_code ec;
@@ -86,6 +118,18 @@ void make_directories(const std::string& path) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
   if (ec) throw ConfigError(fmt::format("{}: cannot create directory ({})", path, ec.message()));
+}
+
+void check_directory_writable(const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::absolute(fs::path(path));
+  std::error_code ec;
+  while (!fs::exists(dir, ec) && dir.has_relative_path()) dir = dir.parent_path();
+  auto fail = [&](int err) {
+    return ConfigError(fmt::format("{}: cannot create directory ({})", path, std::strerror(err)));
+  };
+  if (!fs::is_directory(dir, ec)) throw fail(ENOTDIR);
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) throw fail(errno);
 }
 
 }  // namespace fracsim::cli

@@ -153,6 +153,11 @@ int cmd_run(const Command& self, const std::vector<std::string>& args) {
         fmt::format("results/runs/{}{}-{}-{}", program.name,
                     compile.batch ? fmt::format("-b{}", *compile.batch) : "", spec.name, f.mode);
 
+  // Where the run will write, checked before it starts: a long run's result is not lost to a
+  // mistyped path.
+  if (!f.trace.empty()) check_writable(f.trace);
+  check_directory_writable(f.out_dir);
+
   sim::SimOptions options;
   options.fold = !f.no_fold;
   apply_limits(f, options);

@@ -111,18 +111,25 @@ TEST_CASE("results: a write that fails leaves neither a temporary nor a partial 
   r = run_fracsim("isa doc -o " + dir + "/none/isa.md");
   CHECK(r.code == 2);
   CHECK(r.out == "error: " + dir + "/none/isa.md: cannot write file (No such file or directory)\n");
-  // The trace cannot be written: the run fails before stats.json, and leaves no --out folder.
-  r = run_fracsim("run -m configs/tiny.yaml -w workloads/mlp.yaml --out " + dir +
+  // The trace cannot be written: the run fails before it starts (a 1 ns time limit would have
+  // ended it otherwise), and leaves no --out folder.
+  r = run_fracsim("run -m configs/tiny.yaml -w workloads/mlp.yaml --max-sim-time 1ns --out " + dir +
                   "/out --trace " + dir + "/none/trace.json");
   CHECK(r.code == 2);
   CHECK(r.out ==
         "error: " + dir + "/none/trace.json: cannot write file (No such file or directory)\n");
   CHECK(listing(dir) == std::set<std::string>{"x.fbin"});
-  // A file where the --out folder should be.
+  // A file where the --out folder should be: found before the run starts, too.
   std::ofstream(dir + "/file") << "x";
-  r = run_fracsim("run -m configs/tiny.yaml -w workloads/mlp.yaml --out " + dir + "/file/out");
+  r = run_fracsim("run -m configs/tiny.yaml -w workloads/mlp.yaml --max-sim-time 1ns --out " + dir +
+                  "/file/out");
   CHECK(r.code == 2);
-  CHECK(r.out.rfind("error: " + dir + "/file/out: cannot create directory (", 0) == 0);
+  CHECK(r.out == "error: " + dir + "/file/out: cannot create directory (Not a directory)\n");
+  // The trace is a folder.
+  r = run_fracsim("run -m configs/tiny.yaml -w workloads/mlp.yaml --max-sim-time 1ns --out " + dir +
+                  "/out --trace " + dir);
+  CHECK(r.code == 2);
+  CHECK(r.out == "error: " + dir + ": cannot write file (Is a directory)\n");
   CHECK(listing(dir) == std::set<std::string>{"file", "x.fbin"});
   // A device is written in place, never replaced by a renamed file.
   r = run_fracsim("compile workloads/mlp.yaml -o /dev/null");
