@@ -578,24 +578,10 @@ bool Node::dispatch_beside(const Piece& p) {
     append_layout(keys[i], layout[i]);
     append_after(keys[i], after[i]);
   }
-  // A static tile that two children load would be broadcast, splitting classes: not beside.
+  // A static tile that several children load moves to each of them over its own link: a
+  // broadcast needs every receiver at its first load at once (a round), and these children
+  // are still busy with the pieces before.
   bool fits = continued;
-  if (ctx_.spec->levels[level_ + 1].link.multicast && n > 1) {
-    std::set<std::vector<int64_t>> loaded;
-    for (size_t i = 0; i < n && fits; ++i) {
-      const size_t f = planned.at(congruence_key(instrs[i]));
-      for (size_t s = 0; s < plan[i]->requests.size() && fits; ++s) {
-        if (layout[i].hit[s]) continue;
-        const int o = plan[f]->static_operands[s];
-        isa::TensorRef v = plan[f]->requests[s].view;
-        v.address += instrs[i].operands[o].address - instrs[f].operands[o].address;
-        std::vector<int64_t> key{static_cast<int64_t>(v.address), static_cast<int64_t>(v.dtype)};
-        key.insert(key.end(), v.shape.begin(), v.shape.end());
-        key.insert(key.end(), v.strides.begin(), v.strides.end());
-        fits = loaded.insert(std::move(key)).second;
-      }
-    }
-  }
   for (const std::vector<int>& g : q.groups)
     for (int m : g)
       if (fits && keys[m] != keys[g.front()]) fits = false;
