@@ -428,7 +428,7 @@ uint64_t Node::load_requested(const Piece& p, const std::vector<isa::TensorRef>&
     if (r.ps > at && (views_meet(r.writes, reads, ctx_.spec->hazards) || overlaps(r.local, lands)))
       at = r.ps;
   for (const After& a : p.after)
-    if ((a.reads & operands) != 0 && a.settle->ps > at) at = a.settle->ps;
+    if ((a.reads & operands) != 0 && a.settle->computed_ps > at) at = a.settle->computed_ps;
   return at;
 }
 
@@ -439,7 +439,7 @@ const sc_core::sc_event* Node::held_back(const Piece& p, const std::vector<isa::
     if (views_meet(e->writes, views, ctx_.spec->hazards)) return &pipe_->written_back;
   }
   for (const After& a : p.after)
-    if (!a.settle->done && (a.reads & operands) != 0) return &a.settle->event;
+    if (!a.settle->computed && (a.reads & operands) != 0) return &a.settle->computed_event;
   return nullptr;
 }
 

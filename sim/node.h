@@ -66,9 +66,12 @@ struct Completion {
 // retires. Views of the parent's memory.
 struct Settle {
   std::vector<isa::TensorRef> outs, reads;
-  bool done = false;
-  uint64_t ps = 0;  // when it was done
-  sc_core::sc_event event;
+  // Its outputs are complete in the node's memory (its children and LFU are done: RD has
+  // finished), which is all a reader of them waits for; a writer over what it writes or reads
+  // also waits for its write-back to have read them (retired: done).
+  bool computed = false, done = false;
+  uint64_t computed_ps = 0, ps = 0;  // when it was computed, done
+  sc_core::sc_event computed_event, event;
 };
 
 // A job's relation to one of them, by operand, so that the children of one class (which differ

@@ -265,6 +265,8 @@ std::vector<std::vector<After>> Node::settles_for(const Piece& p) {
       o->settle = std::make_shared<Settle>();
       o->settle->outs = o->local_outs;
       o->settle->reads = o_reads;
+      o->settle->computed = o->reduced;
+      o->settle->computed_ps = o->reduced_ps;
     }
     const Settle& s = *o->settle;
     for (size_t i = 0; i < instrs.size(); ++i) {

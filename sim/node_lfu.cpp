@@ -59,7 +59,13 @@ void Node::rd_step() {
         }
         case kDone:
           st.piece->reduced = true;
+          st.piece->reduced_ps = sc_core::sc_time_stamp().value();
           pipe_->reduced.notify(sc_core::SC_ZERO_TIME);
+          if (Settle* s = st.piece->settle.get()) {
+            s->computed = true;
+            s->computed_ps = st.piece->reduced_ps;
+            s->computed_event.notify(sc_core::SC_ZERO_TIME);
+          }
           trace(kRd, *st.piece, st.t0);
           st.step = kPass;
           break;

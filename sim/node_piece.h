@@ -74,6 +74,7 @@ struct Node::Piece {
   int accumulator = -1;
   uint64_t accumulator_at = 0;  // its address
   bool holds_output = false, continues = false, reduced = false;
+  uint64_t reduced_ps = 0;  // when RD finished it
   // The job's last piece keeps its tile for the parent's next piece (Job::hold_out), yet
   // releases its claim on the accumulator as a group's last piece does; the job's first piece
   // continues such a tile (Job::first_accumulator), as `continues` does within a job.
