@@ -188,6 +188,45 @@ TEST_CASE("three children loading the same weights over a shared medium: one par
   }
 }
 
+TEST_CASE("an instruction issued beside the one still running sends each child its own copy") {
+  // The case above, then a second, independent matmul a2 x b2 of the same shapes, with the
+  // leaves taking it while the first drains (overlap on). A broadcast needs its receivers at a
+  // common first load; the leaves are busy with the first, so each loads its own b2.
+  //   first, as above: leaf 0 reads b1 2 -> 10, each its a1 10 -> 26, EX 26 -> 49.
+  //   second: root ID 1 -> 2, issued beside the first at 2; leaf ID 2 -> 3; LD once the
+  //     first's loads are done, at 26: a2's 128 B and b2's 128 B per leaf, three leaves on the
+  //     24 GB/s memory at 8 GB/s each. At 49 the first's write-backs (16 B per leaf) join:
+  //     six transfers at 4 GB/s; the loads have moved 23 x 8 = 184 B and move 4 x 4 = 16 B
+  //     more while the write-backs run 49 -> 53, then their last 56 B at 8 GB/s: 53 -> 60.
+  //     EX 60 -> 83; WB 16 B per leaf at 8 GB/s: 83 -> 85.                        85 cycles
+  // Were it to wait until the first had drained (51), its broadcast round would run 52 -> 76,
+  // EX 76 -> 99 and WB 99 -> 101.
+  const std::string root = "{capacity: 1 MiB, bandwidth: 24 GB/s}";
+  const isa::Program p =
+      program({matmul(f32(0, {1, 6, 16}), f32(384, {1, 16, 2}), f32(512, {1, 6, 2})),
+               matmul(f32(576, {1, 6, 16}), f32(960, {1, 16, 2}), f32(1088, {1, 6, 2}))},
+              1152, f32(1088, {1, 6, 2}));
+  std::string yaml = machine(root, 3, "3 KiB", "{bandwidth: 16 GB/s, multicast: true}");
+  yaml.replace(yaml.find("overlap: false"), 14, "overlap: true");
+  for (Mode mode : {Mode::timing, Mode::functional}) {
+    CAPTURE(mode == Mode::timing);
+    for (bool fold : {true, false}) {
+      CAPTURE(fold);
+      const RunResult r = run(yaml, p, mode, options(fold));
+      CHECK(r.cycles == 85);
+      CHECK(counter(r, 0, Counter::overlapped_pieces) == 1);
+      CHECK(counter(r, 1, Counter::load_bytes) == 256 + 256);
+      CHECK(counter(r, 1, Counter::broadcast_bytes) == 0);
+      for (int leaf : {2, 3}) {
+        CHECK(counter(r, leaf, Counter::load_bytes) == 128 + 256);
+        CHECK(counter(r, leaf, Counter::broadcast_bytes) == 128);
+      }
+      for (int leaf : {1, 2, 3}) CHECK(counter(r, leaf, Counter::load_cycles) == 24 + 34);
+      if (mode == Mode::functional) CHECK(r.memory == isa::run_reference(p, ops()));
+    }
+  }
+}
+
 namespace {
 // out1 = a1 x b, then out2 = a2 x b: the same weights b in both, 8x8 f32 tiles of 256 B.
 isa::Program shared_weights() {
