@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "isa/assembly.h"
+#include "isa/decompose/cost_model.h"
 #include "isa/error.h"
 #include "isa/reference.h"
 #include "sim/machine.h"
@@ -590,5 +591,66 @@ TEST_CASE(
       CHECK(on.memory == isa::run_reference(p, isa::OpTable::builtin()));
       CHECK(off.memory == on.memory);
     }
+  }
+}
+
+TEST_CASE(
+    "a child reads what an earlier piece of its parent's produced once that piece's children "
+    "are done, not once it retires behind a write-back") {
+  // a[32,2] x b[2,16] -> out[32,16] f32 on root -> mid -> core (16 KiB each), the mid's tiling
+  // pinned to two output tiles of 16 rows (1 KiB each), each of two K pieces of 1, accumulating
+  // in the mid's memory (resident partial sums, three sub-blocks). Mid link 16 GB/s with 100 ns
+  // latency, not pipelined: a piece's a and b (128 B) load in 100 + 8 = 108, a tile writes
+  // back in 100 + 64 = 164. Core link 16 GB/s, 10 ns; the core keeps no partial sums
+  // (hold_partial_sums off): each job is one piece, EX 4 x 4 x 1 + 7 = 23, and writes its tile
+  // back, 10 + 64 = 74; a job that accumulates loads a, b and the tile, 10 + 1152 / 16 = 82,
+  // else a and b, 10 + 8 = 18.
+  //   root ID 0 -> 1, mid ID 1 -> 2; mid LD of pieces 0-3: 2 -> 110 -> 218 -> 326 -> 434.
+  //   job 0 (issued at 110): core ID 110 -> 111, LD 111 -> 129, EX 129 -> 152, WB 152 -> 226.
+  //   job 1 accumulates onto the tile job 0 wrote: issued once job 0 has ended (226), ID -> 227,
+  //     LD 227 -> 309, EX 309 -> 332, WB 332 -> 406; the mid writes tile 0 back 406 -> 570.
+  //   job 2 (tile 1's first piece, issued beside at 326): ID -> 327, LD 327 -> 345, EX 345 ->
+  //     368, WB after job 1's, 406 -> 480. Mid piece 2 is done at 480; it writes nothing back
+  //     but waits in the mid's in-order WB stage until tile 0's write-back ends at 570.
+  //   job 3 accumulates onto what job 2 wrote: issued at 480, ID -> 481; its load of the tile
+  //     waits for mid piece 2's children (done at 480), not for its retire: LD 481 -> 563,
+  //     EX 563 -> 586, WB 586 -> 660; the mid writes tile 1 back 660 -> 824.       824 cycles
+  // Waiting for the retire instead, job 3 would load a and b 481 -> 499 and its tile only at
+  // 570 -> 644 (71 hazard cycles), EX 644 -> 667, WB 667 -> 741, the mid's 741 -> 905.
+  const std::string yaml =
+      "machine: two\ndecomposer: halving\nroot:\n  clock: 1 GHz\n  lfu_throughput: 1\n"
+      "  memory: {capacity: 1 MiB, bandwidth: 64 GB/s}\nlevels:\n  - name: mid\n"
+      "    fanout: 1\n    lfu_throughput: 1\n    pipeline_depth: 3\n"
+      "    memory: {capacity: 16 KiB, bandwidth: 64 GB/s}\n"
+      "    link: {bandwidth: 16 GB/s, latency: 100 ns}\n  - name: core\n    fanout: 1\n"
+      "    memory: {capacity: 16 KiB, bandwidth: 64 GB/s}\n"
+      "    link: {bandwidth: 16 GB/s, latency: 10 ns}\n    hold_partial_sums: false\n"
+      "    leaf:\n      matrix: {rows: 4, cols: 4}\n      vector: {lanes: 8}\n";
+  const isa::Program p = isa::assemble(
+      ".program mm\n.footprint 12288\n"
+      ".data random 0x0 f32 64 seed=1 lo=-1 hi=1\n"
+      ".data random 0x1000 f32 32 seed=2 lo=-1 hi=1\n"
+      ".symbol output out f32@0x2000[1,32,16:512,16,1]\n"
+      "matmul a=f32@0x0[1,32,2:64,2,1] b=f32@0x1000[1,2,16:32,16,1] "
+      "out=f32@0x2000[1,32,16:512,16,1] accumulate=0\n",
+      "mm.fasm", isa::OpTable::builtin());
+  SimOptions o;
+  isa::PinnedDecision pin;
+  pin.level = 0;
+  pin.instruction = isa::shape_key(p.instructions[0]);
+  pin.tile = {1, 16, 16, 1};  // B, M, N, K
+  o.pin = pin;
+  for (Mode mode : {Mode::timing, Mode::functional}) {
+    CAPTURE(mode == Mode::timing);
+    const RunResult r =
+        simulate(parse_machine_spec(yaml, "two.yaml"), isa::OpTable::builtin(), p, mode, o);
+    CHECK(r.cycles == 824);
+    CHECK(counter(r, 1, Counter::pieces) == 4);
+    CHECK(counter(r, 1, Counter::load_cycles) == 4 * 108);
+    CHECK(counter(r, 1, Counter::writeback_cycles) == 2 * 164);
+    CHECK(counter(r, 2, Counter::load_cycles) == 18 + 82 + 18 + 82);
+    CHECK(counter(r, 2, Counter::hazard_cycles) == 0);
+    CHECK(counter(r, 2, Counter::writeback_cycles) == 4 * 74);
+    if (mode == Mode::functional) CHECK(r.memory == isa::run_reference(p, isa::OpTable::builtin()));
   }
 }
