@@ -62,8 +62,8 @@ struct Completion {
 
 // A parent's piece still running when a later piece that reads or writes what it touches
 // issued its children's instructions (LevelSpec::prefetch): their loads of what it writes
-// (`outs`), and their write-backs over what it reads or writes, wait until `done`, set when it
-// retires. Views of the parent's memory.
+// (`outs`) wait until `computed`, set at the end of its RD; their write-backs over what it
+// reads or writes until `done`, set when it retires. Views of the parent's memory.
 struct Settle {
   std::vector<isa::TensorRef> outs, reads;
   // Its outputs are complete in the node's memory (its children and LFU are done: RD has
