@@ -253,6 +253,7 @@ OracleResult map_instruction(const MachineSpec& spec, const isa::OpTable& ops,
   std::vector<std::pair<uint64_t, size_t>> order;
   for (size_t i = 0; i < candidates.size(); ++i) {
     const std::optional<uint64_t> cycles = run(candidates[i]);
+    if (options.progress) options.progress(i + 1, candidates.size());
     if (!cycles) {
       ++r.unfit;
       continue;

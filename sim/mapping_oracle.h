@@ -45,6 +45,9 @@ struct OracleOptions {
   // and hands it here with a name: `chosen` for the plain run of the policy's choice, else the
   // candidate's (candidate_name).
   std::function<void(const std::string& name, const std::string& json)> timeline;
+  // When set, called after each candidate is looked at (simulated, or found not to fit):
+  // candidates done, candidates in all.
+  std::function<void(size_t done, size_t total)> progress;
 };
 
 // A candidate as a file name: its tile lengths and then its parts, as the report prints them

@@ -10,6 +10,7 @@
 #include "sim/cli/atomic_file.h"
 #include "sim/cli/command.h"
 #include "sim/cli/program_io.h"
+#include "sim/cli/progress_line.h"
 #include "sim/config_override.h"
 #include "sim/machine_spec.h"
 #include "sim/mapping_oracle.h"
@@ -90,7 +91,17 @@ int cmd_map(const Command& self, const std::vector<std::string>& args) {
       write_file_atomically((std::filesystem::path(f.trace) / (name + ".json")).string(), json);
     };
   }
-  const sim::OracleResult r = sim::map_instruction(spec, ops, program, index, options);
+  // Progress: a large space takes minutes.
+  sim::OracleResult r;
+  {
+    ProgressLine line;
+    if (line.active())
+      options.progress = [&](size_t done, size_t total) {
+        line.update(fmt::format("  {} / {} candidates simulated", done, total), done == total);
+      };
+    r = sim::map_instruction(spec, ops, program, index, options);
+    line.clear();
+  }
   std::cout << sim::oracle_text(ops, r, shown);
   if (!f.trace.empty()) std::cout << fmt::format("  timelines     in {}\n", f.trace);
   return 0;

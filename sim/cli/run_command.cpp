@@ -6,13 +6,12 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include <fmt/format.h>
 
 #include "isa/error.h"
 #include "sim/cli/command.h"
 #include "sim/cli/program_io.h"
+#include "sim/cli/progress_line.h"
 #include "sim/config_override.h"
 #include "sim/layer_report.h"
 #include "sim/machine.h"
@@ -163,28 +162,20 @@ int cmd_run(const Command& self, const std::vector<std::string>& args) {
   apply_limits(f, options);
   sim::TraceRecorder trace;
   if (!f.trace.empty()) options.trace = &trace;
-  // Progress of long runs, on a terminal only, at most a few times a second.
+  // Progress of long runs.
   const auto t0 = std::chrono::steady_clock::now();
-  auto last = t0;
-  bool shown = false;
-  if (isatty(STDERR_FILENO))
-    options.progress = [&](const sim::Progress& p) {
-      const auto now = std::chrono::steady_clock::now();
-      if (p.done < p.total && now - last < std::chrono::milliseconds(200)) return;
-      last = now;
-      shown = true;
-      std::cerr << fmt::format("\r  {} / {} instructions, {:.3f} us simulated", p.done, p.total,
-                               static_cast<double>(p.picoseconds) * 1e-6)
-                << std::flush;
-    };
   sim::RunResult run;
-  try {
+  {
+    ProgressLine line;
+    if (line.active())
+      options.progress = [&](const sim::Progress& p) {
+        line.update(fmt::format("  {} / {} instructions, {:.3f} us simulated", p.done, p.total,
+                                static_cast<double>(p.picoseconds) * 1e-6),
+                    p.done == p.total);
+      };
     run = sim::simulate(spec, ops, program, mode, options);
-  } catch (...) {
-    if (shown) std::cerr << "\n";
-    throw;
+    line.clear();
   }
-  if (shown) std::cerr << "\r\033[K" << std::flush;
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!f.trace.empty()) write_file_atomically(f.trace, trace.json());
   std::vector<sim::OutputCheck> outputs;

@@ -90,9 +90,17 @@ TEST_CASE("oracle: the whole space of an 8x8x8 matmul, counted by hand, holds th
   CHECK(r.gap == static_cast<double>(r.chosen_cycles) / static_cast<double>(r.best) - 1);
   // The candidates differ: the pins take effect (512 pieces of 1 take longer than one piece).
   CHECK(r.rows.back().cycles > r.rows.front().cycles);
-  // The same inputs give the same report.
-  const OracleResult again = map_instruction(spec, ops, matmul_program(), 0, OracleOptions{});
+  // The same inputs give the same report; progress is told after each of the 325 candidates.
+  OracleOptions o;
+  std::vector<size_t> told;
+  o.progress = [&](size_t done, size_t total) {
+    CHECK(total == 325);
+    told.push_back(done);
+  };
+  const OracleResult again = map_instruction(spec, ops, matmul_program(), 0, o);
   CHECK(oracle_text(ops, again, 5) == oracle_text(ops, r, 5));
+  REQUIRE(told.size() == 325);
+  for (size_t i = 0; i < told.size(); ++i) CHECK(told[i] == i + 1);
 }
 
 TEST_CASE("oracle: a pinned tiling and partition are what the top node does") {
