@@ -580,9 +580,6 @@ bool Node::dispatch_beside(const Piece& p) {
     append_layout(keys[i], layout[i]);
     append_after(keys[i], after[i]);
   }
-  // A static tile that several children load moves to each of them over its own link: a
-  // broadcast needs every receiver at its first load at once (a round), and these children
-  // are still busy with the pieces before.
   bool fits = continued;
   for (const std::vector<int>& g : q.groups)
     for (int m : g)
@@ -617,15 +614,11 @@ bool Node::dispatch_beside(const Piece& p) {
   for (size_t c = 0; c < d.classes.size(); ++c) {
     const ChildClass& k = d.classes[c];
     const int rep = k.members[0];
-    Job job{instrs[rep],
-            k.plan,
-            k.layout,
-            q.round.reps[c],
-            k.members.size(),
-            &d.children,
-            ctx_.fold ? port_ : 0,
-            p.layer,
-            p.weight * k.members.size(),
+    Job job{instrs[rep], k.plan, k.layout, q.round.reps[c], k.members.size(), &d.children,
+            ctx_.fold ? port_ : 0, p.layer, p.weight * k.members.size(),
+            // No broadcast: a static tile several children load moves to each over its own
+            // link, since a broadcast needs every receiver at a common first load (a round) and
+            // these children are still busy with the pieces before.
             nullptr};
     job.first_subblock = first[rep];
     if (continues[rep]) job.first_accumulator = accumulator[rep];
