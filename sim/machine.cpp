@@ -192,6 +192,8 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   ctx.functional = mode == Mode::functional;
   ctx.fold = fold;
   ctx.trace = options.trace;
+  TimeStepEnd step_end("step_end");
+  ctx.step_end = &step_end;
   ctx.progress = options.progress;
   ctx.done.total = program.instructions.size();
 

@@ -158,6 +158,7 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, size_t index, int subblock, 
   p->layer = layer_;
   p->weight = weight_;
   p->after = after_;
+  p->parent_orders = parent_orders_;
   uint64_t base, end;
   if (is_root_) {
     // Operands already live in the main memory; only partial results need room.
@@ -314,6 +315,7 @@ void Node::id_step() {
           layout_ = job.layout;
           broadcast_ = job.broadcast;
           after_ = std::move(job.after);
+          parent_orders_ = job.parent_orders;
           hold_out_ = job.hold_out;
           // Below the root the cyclic segment may move between instructions (the parent says
           // where the rotation starts); the root keeps rotating through its sub-blocks.
@@ -425,7 +427,9 @@ uint64_t Node::load_requested(const Piece& p, const std::vector<isa::TensorRef>&
   // memory it loads into) written back, and every piece of the parent's it waits for retired.
   uint64_t at = p.queued_ps;
   for (const Pipeline::Retired& r : pipe_->retired)
-    if (r.ps > at && (views_meet(r.writes, reads, ctx_.spec->hazards) || overlaps(r.local, lands)))
+    if (r.ps > at && ((!(p.parent_orders && r.instr != p.instr) &&
+                       views_meet(r.writes, reads, ctx_.spec->hazards)) ||
+                      overlaps(r.local, lands)))
       at = r.ps;
   for (const After& a : p.after)
     if ((a.reads & operands) != 0 && a.settle->computed_ps > at) at = a.settle->computed_ps;
@@ -436,11 +440,25 @@ const sc_core::sc_event* Node::held_back(const Piece& p, const std::vector<isa::
                                          uint64_t operands) const {
   for (const Piece* e : pipe_->in_flight) {
     if (e == &p) break;
-    if (views_meet(e->writes, views, ctx_.spec->hazards)) return &pipe_->written_back;
+    if (!(p.parent_orders && e->instr != p.instr) &&
+        views_meet(e->writes, views, ctx_.spec->hazards))
+      return &pipe_->written_back;
   }
   for (const After& a : p.after)
     if (!a.settle->computed && (a.reads & operands) != 0) return &a.settle->computed_event;
   return nullptr;
+}
+
+bool Node::at_step_end(int stage) {
+  Pipeline::Stage& st = pipe_->stages[stage];
+  const uint64_t now = sc_core::sc_time_stamp().value();
+  // The wait ends only with its event: the stage runs again at the same time only once the
+  // time step has settled.
+  if (st.settled_ps == now) return true;
+  st.settled_ps = now;
+  ctx_.step_end->wait(tree_node_ * pipe_->stages.size() + static_cast<size_t>(stage), st.step_end);
+  sc_core::next_trigger(st.step_end);
+  return false;
 }
 
 // LD: waits for the earlier pieces that write what this one reads, then loads its tiles.
@@ -494,6 +512,8 @@ void Node::ld_step() {
           }
           const sc_core::sc_event* held =
               below ? held_back(*p, own, own_operands) : held_back(*p, p->reads, p->read_operands);
+          // What holds it may end later in this time step.
+          if (held && !at_step_end(kLd)) return;
           // A node that takes an instruction while the one before drains (LevelSpec::overlap)
           // may have placed it over memory the earlier pieces still use: their write-back
           // frees it.
@@ -635,6 +655,8 @@ void Node::ex_step() {
           const bool overlap = ctx_.spec->levels[level_ + 1].overlap;
           if (q.dispatches.empty()) {
             dispatch(*st.piece);
+          } else if (overlap && !at_step_end(kEx)) {
+            return;
           } else if (!overlap || !dispatch_beside(*st.piece)) {
             sc_core::next_trigger(q.dispatch_ended);
             return;
@@ -714,7 +736,7 @@ void Node::wb_step() {
           if (!is_root_ && ctx_.spec->levels[level_].link.pipelined) {
             if (q.retired.size() == static_cast<size_t>(controller_.pipeline_depth))
               q.retired.pop_front();
-            q.retired.push_back({std::move(p->writes), local_use(*p),
+            q.retired.push_back({p->instr, std::move(p->writes), local_use(*p),
                                  static_cast<uint64_t>(sc_core::sc_time_stamp().value())});
           }
           // A held tile's group releases its claim too; the group continuing it made its own.

@@ -49,6 +49,7 @@
 #include "sim/machine_tree.h"
 #include "sim/memory.h"
 #include "sim/node_stats.h"
+#include "sim/time_step_end.h"
 #include "sim/trace.h"
 
 namespace fracsim::sim {
@@ -128,6 +129,9 @@ struct Job {
   // The sub-block whose accumulator its first group continues (the tile its previous job kept:
   // SegmentLayout::out_hit beside that job); -1: first_subblock's.
   int first_accumulator = -1;
+  // Its reads wait for the parent's pieces (`after`), not for what its own earlier
+  // instructions, still running, write there (Piece::parent_orders).
+  bool parent_orders = false;
 };
 class Node;
 
@@ -159,6 +163,8 @@ struct RunContext {
   bool functional = false;
   bool fold = false;
   TraceRecorder* trace = nullptr;
+  // Where stages wait for the end of their time step before a decision (Node::at_step_end).
+  TimeStepEnd* step_end = nullptr;
   std::function<void(const Progress&)> progress;
   // Folding: per level, the simulated nodes free to play a node of that level.
   std::vector<std::set<Node*, ByPort>> pools;
@@ -340,6 +346,11 @@ class Node : public sc_core::sc_module {
   // they cannot yet, nothing issued).
   void dispatch(const Piece& p);
   bool dispatch_beside(const Piece& p);
+  // For a stage about to decide on state that other processes may change later in the same
+  // time step (their order within it is the kernel's, which folding changes): false, with the
+  // stage's next trigger set, until the time step has settled (TimeStepEnd); then true for
+  // the rest of the time step.
+  bool at_step_end(int stage);
   void dispatch_end(const Piece& p);
   NodeShape child_shape(size_t child) const;
   std::vector<std::shared_ptr<const Broadcast>> plan_broadcasts(
@@ -380,6 +391,7 @@ class Node : public sc_core::sc_module {
   std::shared_ptr<const InstructionPlan> plan_;
   std::shared_ptr<const Broadcast> broadcast_;
   std::vector<After> after_;
+  bool parent_orders_ = false;
   bool hold_out_ = false;
   bool takes_over_ = false;  // the job's first group continues a held accumulator
   // Per child: where its last instruction kept its output tile without writing it back (its

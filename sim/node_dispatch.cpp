@@ -68,6 +68,21 @@ void append_after(std::vector<int64_t>& key, const std::vector<After>& after) {
   }
 }
 
+// How a child's instruction reads what its instruction before, still running, writes (the
+// child's own read-after-write hazards): per read and output, the offset between the two views
+// where their spans meet. Children alike in this meet their hazards at the same pieces.
+void append_meets(std::vector<int64_t>& key, const isa::OpDef& op, const isa::Instruction& instr,
+                  const isa::OpDef& before_op, const isa::Instruction& before) {
+  for (const isa::TensorRef& r : local_reads(op, instr))
+    for (size_t k = 0; k < before_op.operands.size(); ++k) {
+      if (before_op.operands[k].role != isa::OperandRole::out) continue;
+      const isa::TensorRef& w = before.operands[k];
+      key.push_back(overlaps({r.byte_span()}, {w.byte_span()})
+                        ? static_cast<int64_t>(r.address) - static_cast<int64_t>(w.address)
+                        : INT64_MIN);
+    }
+}
+
 void append_layout(std::vector<int64_t>& key, const SegmentLayout& layout) {
   key.push_back(static_cast<int64_t>(layout.cyclic_base));
   for (uint64_t l : layout.local) key.push_back(static_cast<int64_t>(l));
@@ -588,6 +603,15 @@ bool Node::dispatch_beside(const Piece& p) {
     for (size_t i = 0; i < saved.size(); ++i) tree.tpt(child[i]) = saved[i];
     return false;
   }
+  // Children of a group that read differently what their earlier instructions write wait for
+  // this node's pieces instead (Job::parent_orders), all of them alike.
+  std::vector<std::vector<int64_t>> meets(n);
+  for (size_t i = 0; i < n; ++i)
+    for (const auto& d : q.dispatches)
+      append_meets(meets[i], op, instrs[i], *d->piece->op, d->piece->split.children[i]);
+  bool parent_orders = false;
+  for (const std::vector<int>& g : q.groups)
+    for (int m : g) parent_orders = parent_orders || meets[m] != meets[g.front()];
 
   q.dispatches.push_back(std::make_unique<Dispatch>());
   Dispatch& d = *q.dispatches.back();
@@ -623,6 +647,7 @@ bool Node::dispatch_beside(const Piece& p) {
     job.first_subblock = first[rep];
     if (continues[rep]) job.first_accumulator = accumulator[rep];
     job.after = after[rep];
+    job.parent_orders = parent_orders;
     job.hold_out = hold[rep] != 0;
     d.runners[c]->submit(std::move(job));
   }

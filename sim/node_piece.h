@@ -85,6 +85,12 @@ struct Node::Piece {
   // its loads moved ahead of a hazard, once split off; and, when a later piece's children
   // were issued before it has retired, what they wait for.
   std::vector<After> after;
+  // Job::parent_orders: what an earlier instruction here writes and this piece reads is
+  // ordered by `after` (the parent's pieces, whose outputs hold it), not by that instruction's
+  // write-backs. A parent sets it when its children, issued beside their earlier instructions,
+  // relate to them differently (child i reads what child j wrote): they then wait alike, so
+  // that children alike in all else run as one in a folded run.
+  bool parent_orders = false;
   std::vector<isa::Transfer> early;
   std::vector<int> load_operands;  // the operand of each of `loads`
   uint64_t read_operands = 0;      // a bit per operand in `reads`
@@ -137,6 +143,7 @@ struct Node::Pipeline {
   // they wrote in the parent's memory, what they used here, and when they were done. A load
   // is requested once its piece is queued and those of them it waits for are done.
   struct Retired {
+    std::shared_ptr<const isa::Instruction> instr;  // its job's
     std::vector<isa::TensorRef> writes;
     std::vector<std::pair<uint64_t, uint64_t>> local;
     uint64_t ps = 0;
@@ -154,6 +161,10 @@ struct Node::Pipeline {
     int step = 0;
     Piece* piece = nullptr;
     sc_core::sc_time t0;
+    // The time at which the stage last waited for the end of its time step (Node::at_step_end),
+    // and the event that ends the wait.
+    uint64_t settled_ps = UINT64_MAX;
+    sc_core::sc_event step_end;
     // Hands the piece to the next stage and goes back to step 0; false (the next trigger set)
     // while the next stage's queue is full.
     bool pass_to(StageQueue<Piece*>& out) {
@@ -179,6 +190,7 @@ struct Node::Pipeline {
   // each group alike, so that folded and unfolded runs decide alike.
   std::deque<std::unique_ptr<Dispatch>> dispatches;
   sc_core::sc_event dispatch_ended;
+
   MachineTree::FoldRound round;
   std::vector<std::vector<int>> groups;
 
