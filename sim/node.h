@@ -346,6 +346,13 @@ class Node : public sc_core::sc_module {
   // they cannot yet, nothing issued).
   void dispatch(const Piece& p);
   bool dispatch_beside(const Piece& p);
+  // Whether two children's layouts make them run their instructions alike: equal, or, when the
+  // children are leaves, equal in what their timing reads (hits and the kept output: a leaf's
+  // loads, unit and write-backs take the same time wherever its tiles lie). Inner children
+  // must match exactly, as their own children's tables are keyed by these addresses.
+  bool alike_layouts(const SegmentLayout& a, const SegmentLayout& b) const;
+  // The part of a child's layout that alike_layouts compares, for keys.
+  void append_alike_layout(std::vector<int64_t>& key, const SegmentLayout& layout) const;
   // For a stage about to decide on state that other processes may change later in the same
   // time step (their order within it is the kernel's, which folding changes): false, with the
   // stage's next trigger set, until the time step has settled (TimeStepEnd); then true for

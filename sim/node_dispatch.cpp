@@ -83,11 +83,16 @@ void append_meets(std::vector<int64_t>& key, const isa::OpDef& op, const isa::In
     }
 }
 
+// The parts of a layout a leaf's timing reads (Node::alike_layouts).
+void append_hits(std::vector<int64_t>& key, const SegmentLayout& layout) {
+  for (bool h : layout.hit) key.push_back(h ? 1 : 0);
+  key.push_back(layout.out_hit ? 1 : 0);
+}
+
 void append_layout(std::vector<int64_t>& key, const SegmentLayout& layout) {
   key.push_back(static_cast<int64_t>(layout.cyclic_base));
   for (uint64_t l : layout.local) key.push_back(static_cast<int64_t>(l));
-  for (bool h : layout.hit) key.push_back(h ? 1 : 0);
-  key.push_back(layout.out_hit ? 1 : 0);
+  append_hits(key, layout);
 }
 
 // The operand an instruction accumulates onto: its only output, when its pieces read it
@@ -151,11 +156,23 @@ NodeShape Node::child_shape(size_t child) const {
                    ls.resident_partial_sums};
 }
 
+bool Node::alike_layouts(const SegmentLayout& a, const SegmentLayout& b) const {
+  if (level_ + 2 != static_cast<int>(ctx_.spec->levels.size())) return a == b;
+  return a.hit == b.hit && a.out_hit == b.out_hit;
+}
+
+void Node::append_alike_layout(std::vector<int64_t>& key, const SegmentLayout& layout) const {
+  if (level_ + 2 != static_cast<int>(ctx_.spec->levels.size()))
+    append_layout(key, layout);
+  else
+    append_hits(key, layout);
+}
+
 // Static tiles that several children miss in their tables and load with their first piece,
 // at the same view of this node's memory, are broadcast: the lowest child of each such group
 // reads them for all. Classes are split so that their members play the same parts (a member's
-// part is its class's own: the same plan, layout and roles), each part's class planned for its
-// own first member.
+// part is its class's own: the same plan, alike layout and roles), each part's class planned
+// for its own first member.
 std::vector<std::shared_ptr<const Broadcast>> Node::plan_broadcasts(
     const isa::OpDef& op, const std::vector<isa::Instruction>& instrs,
     const std::vector<size_t>& child, std::vector<ChildClass>& classes) {
@@ -352,10 +369,12 @@ void Node::dispatch(const Piece& p) {
       }
     return table.place(requests, cyclic);
   };
+  std::vector<SegmentLayout> layouts(instrs.size());
   if (!ctx_.fold) {
     for (size_t i = 0; i < instrs.size(); ++i) {
       auto plan = child_plan(op, instrs[i], child[i]);
-      classes.push_back({{static_cast<int>(i)}, plan, place(i, plan->requests, *plan)});
+      layouts[i] = place(i, plan->requests, *plan);
+      classes.push_back({{static_cast<int>(i)}, plan, layouts[i]});
     }
   } else {
     std::map<std::vector<int64_t>, std::vector<int>> congruent;  // key -> children, in order
@@ -372,10 +391,11 @@ void Node::dispatch(const Piece& p) {
       for (int i : *group) {
         SegmentLayout layout =
             place(i, translated_requests(*plan, instrs[first], instrs[i]), *plan);
+        layouts[i] = layout;
         size_t c = begin;
         for (; c < classes.size(); ++c)
-          if (classes[c].layout == layout && after[classes[c].members[0]] == after[i] &&
-              hold[classes[c].members[0]] == hold[i] &&
+          if (alike_layouts(classes[c].layout, layout) &&
+              after[classes[c].members[0]] == after[i] && hold[classes[c].members[0]] == hold[i] &&
               continued[classes[c].members[0]] == continued[i] &&
               tree.below_digest(child[classes[c].members[0]]) == tree.below_digest(child[i]) &&
               tree.same_below(child[classes[c].members[0]], child[i]))
@@ -395,8 +415,11 @@ void Node::dispatch(const Piece& p) {
   Dispatch& d = *q.dispatches.back();
   d.piece = &p;
   d.start = sc_core::sc_time_stamp();
-  if (ctx_.spec->levels[level_ + 1].link.multicast && instrs.size() > 1)
+  if (ctx_.spec->levels[level_ + 1].link.multicast && instrs.size() > 1) {
     broadcasts = plan_broadcasts(op, instrs, child, classes);
+    // A class split off runs its first member's own layout (alike, not equal, to the rest's).
+    for (ChildClass& k : classes) k.layout = layouts[k.members[0]];
+  }
   for (const auto& b : broadcasts)
     if (b && b->lead_copies > 0 &&
         std::find(b->role.begin(), b->role.end(), Broadcast::kLead) != b->role.end())
@@ -419,6 +442,7 @@ void Node::dispatch(const Piece& p) {
 
   d.runners = std::move(runners);
   d.classes = classes;
+  d.layouts = layouts;
   q.round = MachineTree::FoldRound{};
   for (const ChildClass& k : classes) {
     q.round.reps.push_back(child[k.members[0]]);
@@ -436,10 +460,10 @@ void Node::dispatch(const Piece& p) {
     std::vector<std::vector<int64_t>> keys(instrs.size());
     for (size_t c = 0; c < classes.size(); ++c)
       for (int m : classes[c].members) {
-        d.runs[m] = child_run(*classes[c].plan, classes[c].layout, child_depth, 0,
-                              std::max(continued[m], 0));
+        d.runs[m] =
+            child_run(*classes[c].plan, layouts[m], child_depth, 0, std::max(continued[m], 0));
         std::vector<int64_t> key = congruence_key(instrs[m]);
-        append_layout(key, classes[c].layout);
+        append_alike_layout(key, layouts[m]);
         if (broadcasts[c])
           key.insert(key.end(), broadcasts[c]->role.begin(), broadcasts[c]->role.end());
         append_after(key, after[m]);
@@ -461,7 +485,7 @@ void Node::dispatch(const Piece& p) {
       FRACSIM_ASSERT(!holding || !held_tiles_[m] || continued[m] >= 0,
                      "{}: child {} kept its output tile for a piece that does not continue it",
                      name(), m);
-      if (hold[m]) kept[m] = {classes[c].layout.cyclic_base, std::max(continued[m], 0)};
+      if (hold[m]) kept[m] = {layouts[m].cyclic_base, std::max(continued[m], 0)};
     }
   held_tiles_ = std::move(kept);
   d.children.remaining = static_cast<int64_t>(classes.size());
@@ -542,7 +566,7 @@ bool Node::dispatch_beside(const Piece& p) {
   std::vector<std::vector<int64_t>> keys(n);
   std::vector<SegmentLayout> layout(n);
   std::vector<int> first(n, 0), accumulator(n, 0);
-  std::vector<char> continues(n, 0);
+  std::vector<char> continues(n, 0), beside(n, 0);
   std::vector<TensorPermutationTable> saved;
   saved.reserve(n);
   const std::vector<std::vector<After>> after = settles_for(p);
@@ -572,6 +596,7 @@ bool Node::dispatch_beside(const Piece& p) {
     // memory it overwrites to write back (Node::ld_step).
     if (auto placed = table.place_beside(requests, cyclic, busy, ring)) {
       layout[i] = std::move(*placed);
+      beside[i] = 1;
     } else {
       layout[i] = table.place(requests, cyclic);
       if (!(ring && layout[i].cyclic_base == *ring)) ring.reset();
@@ -592,7 +617,17 @@ bool Node::dispatch_beside(const Piece& p) {
     keys[i].push_back(static_cast<int64_t>(first[i]));
     keys[i].push_back(static_cast<int64_t>(accumulator[i]));
     keys[i].push_back(hold[i]);
-    append_layout(keys[i], layout[i]);
+    keys[i].push_back(ring ? 1 : 0);
+    // Placed beside what runs, its loads overwrite nothing running; placed as a drained node
+    // would, they wait for the pieces whose memory they overwrite, which the addresses decide.
+    keys[i].push_back(beside[i]);
+    if (beside[i]) {
+      append_alike_layout(keys[i], layout[i]);
+    } else {
+      append_layout(keys[i], layout[i]);
+      for (const auto& [b, e] : busy)
+        keys[i].insert(keys[i].end(), {static_cast<int64_t>(b), static_cast<int64_t>(e)});
+    }
     append_after(keys[i], after[i]);
   }
   bool fits = continued;
@@ -622,6 +657,7 @@ bool Node::dispatch_beside(const Piece& p) {
   d.runs.resize(n);
   for (size_t i = 0; i < n; ++i)
     d.runs[i] = child_run(*plan[i], layout[i], depth, first[i], accumulator[i]);
+  d.layouts = layout;
   held_tiles_.assign(n, std::nullopt);
   for (size_t i = 0; i < n; ++i)
     if (hold[i]) held_tiles_[i] = {layout[i].cyclic_base, accumulator[i]};
@@ -679,12 +715,19 @@ void Node::dispatch_end(const Piece& p) {
       const int from = !run ? 0 : k.plan->holds_output.empty() ? run->first : run->accumulator;
       const std::vector<HeldOutput> held =
           held_outputs(*p.op, *k.plan, k.layout, below.controller.pipeline_depth, from);
-      for (int m : k.members)
-        for (HeldOutput h : held) {
+      for (int m : k.members) {
+        // A member that placed its tiles elsewhere keeps them where it placed them.
+        const SegmentLayout& own = d.layouts[m];
+        const std::vector<HeldOutput> placed =
+            own == k.layout
+                ? std::vector<HeldOutput>()
+                : held_outputs(*p.op, *k.plan, own, below.controller.pipeline_depth, from);
+        for (HeldOutput h : own == k.layout ? held : placed) {
           h.view.address +=
               instrs[m].operands[h.operand].address - first.operands[h.operand].address;
           tree.tpt(tree.child(p.tree_node, m)).keep(h.view, h.local, h.bytes);
         }
+      }
     }
   }
   q.dispatches.pop_front();

@@ -119,6 +119,9 @@ struct Node::Dispatch {
   std::vector<ChildClass> classes;
   std::vector<Node*> runners;
   std::vector<ChildRun> runs;  // per child (with LevelSpec::overlap below)
+  // Per child, where its tiles and cyclic segment are in its memory: a class's members may
+  // place them differently when they are leaves (Node::alike_layouts).
+  std::vector<SegmentLayout> layouts;
 };
 
 // What a started node needs while it runs: the queues between the stages, the sub-block
