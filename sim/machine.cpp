@@ -208,6 +208,7 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   nodes.push_back(std::make_unique<Node>("root", spec, -1, reserved, ctx));
   std::vector<std::pair<Node*, std::string>> above{{nodes.back().get(), "root"}};
   ctx.pools.resize(spec.levels.size());
+  ctx.simulated_pieces.assign(spec.levels.size() + 1, 0);
   ctx.plans.resize(spec.levels.size());
   for (size_t l = 0; l < spec.levels.size(); ++l) {
     const LevelSpec& ls = spec.levels[l];
@@ -290,6 +291,7 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   r.nodes = tree.reports();
   r.layers = std::move(ctx.layers);
   r.spans = std::move(ctx.spans);
+  r.simulated_pieces = std::move(ctx.simulated_pieces);
   if (ctx.functional) {
     r.memory.resize(program.footprint);
     // memcpy takes no null pointer, not even for no bytes (a program without data).

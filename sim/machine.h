@@ -102,6 +102,9 @@ struct RunResult {
   NodeReports nodes;            // the root first, then level by level
   std::vector<LayerTally> layers;      // in order of their first instruction
   std::vector<InstructionSpan> spans;  // per program instruction
+  // Per level (the root first), the pieces its simulated nodes ran: every node's pieces unless
+  // the run folds, where a class's are run once (the cost of the simulation, not the machine).
+  std::vector<uint64_t> simulated_pieces;
   std::vector<uint8_t> memory;         // functional mode: the main memory's first `footprint` bytes
 };
 

@@ -381,6 +381,7 @@ void Node::id_step() {
         case kDecoded:
           count(*st.piece, Counter::decode_cycles, controller_.decode_cycles);
           count(*st.piece, Counter::pieces, 1);
+          ++ctx_.simulated_pieces[static_cast<size_t>(level_ + 1)];
           q.in_flight.push_back(st.piece);
           trace(kId, *st.piece, st.t0);
           st.step = kPass;

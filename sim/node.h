@@ -177,6 +177,7 @@ struct RunContext {
   std::vector<LayerTally> layers;
   std::vector<InstructionSpan> spans;
   size_t started = 0;  // program instructions the root has begun decoding
+  std::vector<uint64_t> simulated_pieces;  // RunResult::simulated_pieces
   // Leaf work of each distinct piece (op, attributes, dtypes, shapes decide it).
   isa::KeyMap<std::vector<isa::UnitWork>> unit_work;
   std::exception_ptr error;  // the first error raised inside a process; the run stops on it
