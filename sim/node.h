@@ -352,6 +352,7 @@ class Node : public sc_core::sc_module {
   // loads, unit and write-backs take the same time wherever its tiles lie). Inner children
   // must match exactly, as their own children's tables are keyed by these addresses.
   bool alike_layouts(const SegmentLayout& a, const SegmentLayout& b) const;
+  bool leaves_below() const { return level_ + 2 == static_cast<int>(ctx_.spec->levels.size()); }
   // The part of a child's layout that alike_layouts compares, for keys.
   void append_alike_layout(std::vector<int64_t>& key, const SegmentLayout& layout) const;
   // For a stage about to decide on state that other processes may change later in the same

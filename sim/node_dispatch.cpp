@@ -157,15 +157,15 @@ NodeShape Node::child_shape(size_t child) const {
 }
 
 bool Node::alike_layouts(const SegmentLayout& a, const SegmentLayout& b) const {
-  if (level_ + 2 != static_cast<int>(ctx_.spec->levels.size())) return a == b;
+  if (!leaves_below()) return a == b;
   return a.hit == b.hit && a.out_hit == b.out_hit;
 }
 
 void Node::append_alike_layout(std::vector<int64_t>& key, const SegmentLayout& layout) const {
-  if (level_ + 2 != static_cast<int>(ctx_.spec->levels.size()))
-    append_layout(key, layout);
-  else
+  if (leaves_below())
     append_hits(key, layout);
+  else
+    append_layout(key, layout);
 }
 
 // Static tiles that several children miss in their tables and load with their first piece,
