@@ -196,6 +196,7 @@ std::string stats_text(const MachineSpec& spec, const isa::Program& program, con
   j["program"] = program.name;
   j["mode"] = run.mode == Mode::functional ? "functional" : "timing";
   j["folded"] = run.folded;
+  j["simulated_pieces"] = run.simulated_pieces;
   j["cycles"] = run.cycles;
   j["seconds"] = static_cast<double>(run.picoseconds) * 1e-12;
   j["machine"] = {{"name", spec.name},

@@ -74,8 +74,19 @@ TEST_CASE("folded and unfolded timing runs of the MLP agree on every scale machi
     nlohmann::ordered_json jf = stats_json(spec, mlp(), f, {}), ju = stats_json(spec, mlp(), u, {});
     CHECK(jf["folded"] == true);
     CHECK(ju["folded"] == false);
-    jf.erase("folded");
-    ju.erase("folded");
+    // The pieces simulated: unfolded, every node's; folded, no more.
+    CHECK(ju["simulated_pieces"] == nlohmann::ordered_json(u.simulated_pieces));
+    for (size_t l = 0; l < u.simulated_pieces.size(); ++l) {
+      uint64_t pieces = 0;
+      for (const NodeReport& n : u.nodes)
+        if (n.level + 1 == static_cast<int>(l)) pieces += n.stats[Counter::pieces];
+      CHECK(u.simulated_pieces[l] == pieces);
+      CHECK(f.simulated_pieces[l] <= pieces);
+    }
+    for (const char* key : {"folded", "simulated_pieces"}) {
+      jf.erase(key);
+      ju.erase(key);
+    }
     CHECK(jf.dump() == ju.dump());
   }
 }
