@@ -42,6 +42,14 @@ RunResult unfolded(const MachineSpec& spec, const isa::Program& p) {
   return simulate(spec, isa::OpTable::builtin(), p, Mode::timing, no_fold);
 }
 
+// Per level (the root first), the sum of its nodes' `pieces` counters.
+std::vector<uint64_t> pieces_per_level(const MachineSpec& spec, const RunResult& r) {
+  std::vector<uint64_t> pieces(spec.levels.size() + 1, 0);
+  for (const NodeReport& n : r.nodes)
+    pieces[static_cast<size_t>(n.level + 1)] += n.stats[Counter::pieces];
+  return pieces;
+}
+
 void check_same(const RunResult& folded, const RunResult& unfolded) {
   CHECK(folded.folded);
   CHECK(!unfolded.folded);
@@ -76,13 +84,9 @@ TEST_CASE("folded and unfolded timing runs of the MLP agree on every scale machi
     CHECK(ju["folded"] == false);
     // The pieces simulated: unfolded, every node's; folded, no more.
     CHECK(ju["simulated_pieces"] == nlohmann::ordered_json(u.simulated_pieces));
-    for (size_t l = 0; l < u.simulated_pieces.size(); ++l) {
-      uint64_t pieces = 0;
-      for (const NodeReport& n : u.nodes)
-        if (n.level + 1 == static_cast<int>(l)) pieces += n.stats[Counter::pieces];
-      CHECK(u.simulated_pieces[l] == pieces);
-      CHECK(f.simulated_pieces[l] <= pieces);
-    }
+    const std::vector<uint64_t> pieces = pieces_per_level(spec, u);
+    CHECK(u.simulated_pieces == pieces);
+    for (size_t l = 0; l < pieces.size(); ++l) CHECK(f.simulated_pieces[l] <= pieces[l]);
     for (const char* key : {"folded", "simulated_pieces"}) {
       jf.erase(key);
       ju.erase(key);
@@ -328,9 +332,7 @@ TEST_CASE("leaves that place alike tiles in different places of their memories f
   const RunResult u = unfolded(f1, two);
   check_same(f, u);
   // Unfolded, every piece of every node is simulated: per level, the sum of its nodes' pieces.
-  std::vector<uint64_t> pieces(f1.levels.size() + 1, 0);
-  for (const NodeReport& n : u.nodes)
-    pieces[static_cast<size_t>(n.level + 1)] += n.stats[Counter::pieces];
+  const std::vector<uint64_t> pieces = pieces_per_level(f1, u);
   CHECK(u.simulated_pieces == pieces);
   CHECK(pieces == std::vector<uint64_t>{2, 20, 9472});
   // Folded, the 9472 leaf pieces take 624 simulated ones (measured; 832 when a class needed
