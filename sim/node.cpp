@@ -428,9 +428,9 @@ uint64_t Node::load_requested(const Piece& p, const std::vector<isa::TensorRef>&
   // memory it loads into) written back, and every piece of the parent's it waits for retired.
   uint64_t at = p.queued_ps;
   for (const Pipeline::Retired& r : pipe_->retired)
-    if (r.ps > at && ((!(p.parent_orders && r.instr != p.instr) &&
-                       views_meet(r.writes, reads, ctx_.spec->hazards)) ||
-                      overlaps(r.local, lands)))
+    if (r.ps > at &&
+        ((p.orders_after(r.instr) && views_meet(r.writes, reads, ctx_.spec->hazards)) ||
+         overlaps(r.local, lands)))
       at = r.ps;
   for (const After& a : p.after)
     if ((a.reads & operands) != 0 && a.settle->computed_ps > at) at = a.settle->computed_ps;
@@ -441,8 +441,7 @@ const sc_core::sc_event* Node::held_back(const Piece& p, const std::vector<isa::
                                          uint64_t operands) const {
   for (const Piece* e : pipe_->in_flight) {
     if (e == &p) break;
-    if (!(p.parent_orders && e->instr != p.instr) &&
-        views_meet(e->writes, views, ctx_.spec->hazards))
+    if (p.orders_after(e->instr) && views_meet(e->writes, views, ctx_.spec->hazards))
       return &pipe_->written_back;
   }
   for (const After& a : p.after)

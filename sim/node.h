@@ -364,7 +364,8 @@ class Node : public sc_core::sc_module {
   NodeShape child_shape(size_t child) const;
   std::vector<std::shared_ptr<const Broadcast>> plan_broadcasts(
       const isa::OpDef& op, const std::vector<isa::Instruction>& instrs,
-      const std::vector<size_t>& child, std::vector<ChildClass>& classes);
+      const std::vector<size_t>& child, std::vector<ChildClass>& classes,
+      const std::vector<SegmentLayout>& layouts);
   // The plan of a child's instruction (cached by congruence, so usually a translation).
   std::shared_ptr<const InstructionPlan> child_plan(const isa::OpDef& op,
                                                     const isa::Instruction& instr, size_t child);

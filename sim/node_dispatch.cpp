@@ -175,7 +175,8 @@ void Node::append_alike_layout(std::vector<int64_t>& key, const SegmentLayout& l
 // for its own first member.
 std::vector<std::shared_ptr<const Broadcast>> Node::plan_broadcasts(
     const isa::OpDef& op, const std::vector<isa::Instruction>& instrs,
-    const std::vector<size_t>& child, std::vector<ChildClass>& classes) {
+    const std::vector<size_t>& child, std::vector<ChildClass>& classes,
+    const std::vector<SegmentLayout>& layouts) {
   // Per view (its address, dtype, shape and strides), the (child, request) pairs that load it.
   std::map<std::vector<int64_t>, std::vector<std::pair<int, size_t>>> loaders;
   for (const ChildClass& k : classes) {
@@ -234,7 +235,8 @@ std::vector<std::shared_ptr<const Broadcast>> Node::plan_broadcasts(
         bc->lead_copies = members.size();
         b = std::move(bc);
       }
-      split.push_back({std::move(members), std::move(plan), k.layout});
+      // Its first member's own layout: alike, not always equal, to the rest's (leaves).
+      split.push_back({std::move(members), std::move(plan), layouts[f]});
       out.push_back(std::move(b));
     }
   }
@@ -415,11 +417,8 @@ void Node::dispatch(const Piece& p) {
   Dispatch& d = *q.dispatches.back();
   d.piece = &p;
   d.start = sc_core::sc_time_stamp();
-  if (ctx_.spec->levels[level_ + 1].link.multicast && instrs.size() > 1) {
-    broadcasts = plan_broadcasts(op, instrs, child, classes);
-    // A class split off runs its first member's own layout (alike, not equal, to the rest's).
-    for (ChildClass& k : classes) k.layout = layouts[k.members[0]];
-  }
+  if (ctx_.spec->levels[level_ + 1].link.multicast && instrs.size() > 1)
+    broadcasts = plan_broadcasts(op, instrs, child, classes, layouts);
   for (const auto& b : broadcasts)
     if (b && b->lead_copies > 0 &&
         std::find(b->role.begin(), b->role.end(), Broadcast::kLead) != b->role.end())
@@ -716,13 +715,11 @@ void Node::dispatch_end(const Piece& p) {
       const std::vector<HeldOutput> held =
           held_outputs(*p.op, *k.plan, k.layout, below.controller.pipeline_depth, from);
       for (int m : k.members) {
-        // A member that placed its tiles elsewhere keeps them where it placed them.
-        const SegmentLayout& own = d.layouts[m];
-        const std::vector<HeldOutput> placed =
-            own == k.layout
-                ? std::vector<HeldOutput>()
-                : held_outputs(*p.op, *k.plan, own, below.controller.pipeline_depth, from);
-        for (HeldOutput h : own == k.layout ? held : placed) {
+        // A member that placed its tiles elsewhere (a leaf) keeps them where it placed them.
+        std::vector<HeldOutput> own;
+        if (!(d.layouts[m] == k.layout))
+          own = held_outputs(*p.op, *k.plan, d.layouts[m], below.controller.pipeline_depth, from);
+        for (HeldOutput h : d.layouts[m] == k.layout ? held : own) {
           h.view.address +=
               instrs[m].operands[h.operand].address - first.operands[h.operand].address;
           tree.tpt(tree.child(p.tree_node, m)).keep(h.view, h.local, h.bytes);

@@ -91,6 +91,11 @@ struct Node::Piece {
   // relate to them differently (child i reads what child j wrote): they then wait alike, so
   // that children alike in all else run as one in a folded run.
   bool parent_orders = false;
+  // Whether a hazard on what a piece of `earlier` (its instruction) writes is this node's to
+  // keep: not when the parent orders it (parent_orders, another instruction).
+  bool orders_after(const std::shared_ptr<const isa::Instruction>& earlier) const {
+    return !parent_orders || earlier == instr;
+  }
   std::vector<isa::Transfer> early;
   std::vector<int> load_operands;  // the operand of each of `loads`
   uint64_t read_operands = 0;      // a bit per operand in `reads`
@@ -193,7 +198,6 @@ struct Node::Pipeline {
   // each group alike, so that folded and unfolded runs decide alike.
   std::deque<std::unique_ptr<Dispatch>> dispatches;
   sc_core::sc_event dispatch_ended;
-
   MachineTree::FoldRound round;
   std::vector<std::vector<int>> groups;
 
