@@ -1,6 +1,7 @@
 #include "sim/instruction_plan.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <set>
 
@@ -97,25 +98,35 @@ void size_accumulator(const isa::OpDef& op, const isa::OpTable& ops, Instruction
   plan.subblock_bytes = acc + rest - static_bytes(plan);
 }
 
+// A sub-block is as large as the largest piece needs, no larger: what is left over keeps
+// earlier static tiles resident for later instructions.
+InstructionPlan finished(const isa::OpDef& op, const isa::OpTable& ops, InstructionPlan plan,
+                         const NodeShape& node) {
+  if (!plan.holds_output.empty())
+    size_accumulator(op, ops, plan, node);
+  else
+    plan.subblock_bytes =
+        largest_piece(op, ops, plan, node.fanout, node.model, node.level) - static_bytes(plan);
+  return plan;
+}
+
+// The plan of a given tiling.
+InstructionPlan tiled_plan(const isa::OpDef& op, const isa::OpTable& ops,
+                           const isa::Instruction& instr, const std::vector<int64_t>& tile,
+                           const NodeShape& node) {
+  return finished(
+      op, ops,
+      with_static_operands(op, instr, isa::plan_tiling(op, ops, instr, tile, node.resident)), node);
+}
+
 InstructionPlan plan_for(const isa::OpDef& op, const isa::OpTable& ops,
                          const isa::Instruction& instr, const NodeShape& node) {
   const int n = node.pipeline_depth;
   const uint64_t budget = isa::sub_block_bytes(node.capacity, n);
-  // A sub-block is as large as the largest piece needs, no larger: what is left over keeps
-  // earlier static tiles resident for later instructions.
-  auto finish = [&](InstructionPlan plan) {
-    if (!plan.holds_output.empty())
-      size_accumulator(op, ops, plan, node);
-    else
-      plan.subblock_bytes =
-          largest_piece(op, ops, plan, node.fanout, node.model, node.level) - static_bytes(plan);
-    return plan;
-  };
+  auto finish = [&](InstructionPlan plan) { return finished(op, ops, std::move(plan), node); };
   if (const std::vector<int64_t>* tile =
           node.model ? node.model->pinned_tile(node.level, instr) : nullptr) {
-    InstructionPlan plan =
-        finish(with_static_operands(op, instr,
-                                    isa::plan_tiling(op, ops, instr, *tile, node.resident)));
+    InstructionPlan plan = tiled_plan(op, ops, instr, *tile, node);
     const uint64_t need = static_bytes(plan) + n * plan.subblock_bytes;
     if (need > node.capacity)
       throw ConfigError(
@@ -132,7 +143,10 @@ InstructionPlan plan_for(const isa::OpDef& op, const isa::OpTable& ops,
   std::optional<InstructionPlan> best;
   double best_cycles = 0;
   auto consider = [&](InstructionPlan plan) {
-    const double t = search ? node.model->tiling_cycles(node.level, op, ops, instr, plan.tile) : 0;
+    const double t =
+        search ? node.model->tiling_cycles(node.level, op, ops, instr, plan.tile,
+                                           std::numeric_limits<double>::infinity(), node.run)
+               : 0;
     if (!best || t < best_cycles) {
       best = std::move(plan);
       best_cycles = t;
@@ -145,6 +159,7 @@ InstructionPlan plan_for(const isa::OpDef& op, const isa::OpTable& ops,
     whole.model = node.model;
     whole.level = node.level;
     whole.resident = node.resident;
+    whole.run = node.run;
     try {
       InstructionPlan staged =
           finish(with_static_operands(op, instr, isa::plan_sequential(op, ops, instr, whole)));
@@ -161,6 +176,7 @@ InstructionPlan plan_for(const isa::OpDef& op, const isa::OpTable& ops,
   sub.model = node.model;
   sub.level = node.level;
   sub.resident = node.resident;
+  sub.run = node.run;
   InstructionPlan safe =
       finish(with_static_operands(op, instr, isa::plan_sequential(op, ops, instr, sub)));
   const uint64_t s = static_bytes(safe);
@@ -184,6 +200,14 @@ InstructionPlan plan_for(const isa::OpDef& op, const isa::OpTable& ops,
 InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
                                  const isa::Instruction& instr, const NodeShape& node) {
   if (!node.resident) return plan_for(op, ops, instr, node);
+  if (node.run && node.model && node.model->policy() == isa::Policy::search &&
+      !node.model->pinned_tile(node.level, instr))
+    if (const std::optional<isa::Instruction> start = isa::starting_instruction(op, instr)) {
+      InstructionPlan plan =
+          tiled_plan(op, ops, instr, plan_instruction(op, ops, *start, node).tile, node);
+      if (static_bytes(plan) + node.pipeline_depth * plan.subblock_bytes <= node.capacity)
+        return plan;
+    }
   // Accumulator and the rest of a piece sized apart can exceed the largest piece the tiling was
   // sized by (pieces of two lengths); such a plan keeps no partial sums resident.
   InstructionPlan plan = plan_for(op, ops, instr, node);
@@ -219,6 +243,7 @@ isa::CostModel cost_model(const MachineSpec& spec) {
     c.resident = ls.resident_partial_sums;
     c.tile_hazards = spec.hazards == HazardCheck::tiles;
     c.overlap = ls.overlap;
+    c.hold = ls.hold_partial_sums && ls.keep_outputs;
     if (!ls.is_leaf)
       c.child_clock_ratio = static_cast<double>(ls.controller.clock) /
                             static_cast<double>(spec.levels[l + 1].controller.clock);

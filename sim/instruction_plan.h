@@ -39,6 +39,9 @@ struct NodeShape {
   const isa::CostModel* model = nullptr;
   int level = 0;
   bool resident = false;  // resident partial sums (LevelSpec::resident_partial_sums)
+  // The instruction is one of a run: the parent splits its own into several pieces, each
+  // giving the node one (isa::CostModel::tiling_cycles's `in_run`; plan_instruction).
+  bool run = false;
 };
 
 // The machine as the decomposer's cost model sees it (isa/decompose/cost_model.h), with the
@@ -66,6 +69,10 @@ struct InstructionPlan {
 
 // With a tiling pinned for `instr` at the node's level (isa::CostModel::pinned_tile), the plan
 // of that tiling; ConfigError naming the node when it does not fit the local memory.
+// Under `search`, an instruction of a run that accumulates onto its output (a piece of its
+// parent's split along a reduce dim, past the first) is tiled as the run's first instruction,
+// the same but for accumulating, would be, when that fits: the run then keeps one tiling and
+// one sub-block size, which held partial sums need (NodeShape::run).
 InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
                                  const isa::Instruction& instr, const NodeShape& node);
 

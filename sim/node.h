@@ -361,19 +361,23 @@ class Node : public sc_core::sc_module {
   // the rest of the time step.
   bool at_step_end(int stage);
   void dispatch_end(const Piece& p);
-  NodeShape child_shape(size_t child) const;
+  // `run`: the child's instruction is one of a run (NodeShape::run): this node's piece is one
+  // of several (runs_below).
+  NodeShape child_shape(size_t child, bool run) const;
   std::vector<std::shared_ptr<const Broadcast>> plan_broadcasts(
       const isa::OpDef& op, const std::vector<isa::Instruction>& instrs,
       const std::vector<size_t>& child, std::vector<ChildClass>& classes,
-      const std::vector<SegmentLayout>& layouts);
-  // The plan of a child's instruction (cached by congruence, so usually a translation).
+      const std::vector<SegmentLayout>& layouts, bool run);
+  // The plan of a child's instruction (cached by congruence and `run`, so usually a
+  // translation).
   std::shared_ptr<const InstructionPlan> child_plan(const isa::OpDef& op,
-                                                    const isa::Instruction& instr, size_t child);
+                                                    const isa::Instruction& instr, size_t child,
+                                                    bool run);
   // The plan of its congruence class (planned now if it is the first), with the instruction it
   // was made for: what a translation does not change (pieces' shapes, sub-block sizes) is read
   // there without one.
   const std::pair<isa::Instruction, std::shared_ptr<const InstructionPlan>>& class_entry(
-      const isa::OpDef& op, const isa::Instruction& instr, size_t child);
+      const isa::OpDef& op, const isa::Instruction& instr, size_t child, bool run);
 
   int level_;
   bool is_root_, is_leaf_;

@@ -108,6 +108,10 @@ int accumulated_out(const isa::OpDef& op, const isa::Instruction& instr) {
 }
 
 // Whether the plan's pieces all accumulate into one resident tile, the whole output.
+// Whether a piece's children receive a run of this node's pieces (NodeShape::run): its
+// instruction is split into several.
+bool runs_below(const Node::Piece& p) { return p.plan->pieces.size() > 1; }
+
 bool one_resident_group(const InstructionPlan& plan) {
   const std::vector<uint8_t>& h = plan.holds_output;
   return !h.empty() && h.back() == 0 &&
@@ -117,32 +121,34 @@ bool one_resident_group(const InstructionPlan& plan) {
 }  // namespace
 
 const std::pair<isa::Instruction, std::shared_ptr<const InstructionPlan>>& Node::class_entry(
-    const isa::OpDef& op, const isa::Instruction& instr, size_t child) {
+    const isa::OpDef& op, const isa::Instruction& instr, size_t child, bool run) {
   auto& cache = ctx_.plans[level_ + 1];
-  isa::PackedKey key(congruence_key(instr));
+  std::vector<int64_t> k = congruence_key(instr);
+  k.push_back(run);
+  isa::PackedKey key(k);
   auto it = cache.find(key);
   if (it == cache.end())
     it =
         cache
             .emplace(std::move(key),
                      std::make_pair(instr, std::make_shared<const InstructionPlan>(plan_instruction(
-                                               op, *ctx_.ops, instr, child_shape(child)))))
+                                               op, *ctx_.ops, instr, child_shape(child, run)))))
             .first;
   return it->second;
 }
 
 std::shared_ptr<const InstructionPlan> Node::child_plan(const isa::OpDef& op,
-                                                        const isa::Instruction& instr,
-                                                        size_t child) {
-  const auto& [made_for, plan] = class_entry(op, instr, child);
+                                                        const isa::Instruction& instr, size_t child,
+                                                        bool run) {
+  const auto& [made_for, plan] = class_entry(op, instr, child, run);
   if (made_for == instr) return plan;
   if (auto moved = translated_plan(*plan, made_for, instr))
     return std::make_shared<const InstructionPlan>(std::move(*moved));
   return std::make_shared<const InstructionPlan>(
-      plan_instruction(op, *ctx_.ops, instr, child_shape(child)));
+      plan_instruction(op, *ctx_.ops, instr, child_shape(child, run)));
 }
 
-NodeShape Node::child_shape(size_t child) const {
+NodeShape Node::child_shape(size_t child, bool run) const {
   const MachineSpec& spec = *ctx_.spec;
   const int l = level_ + 1;
   const LevelSpec& ls = spec.levels[l];
@@ -153,7 +159,8 @@ NodeShape Node::child_shape(size_t child) const {
                    ctx_.tree->path(child),
                    ctx_.model,
                    l,
-                   ls.resident_partial_sums};
+                   ls.resident_partial_sums,
+                   run};
 }
 
 bool Node::alike_layouts(const SegmentLayout& a, const SegmentLayout& b) const {
@@ -176,7 +183,7 @@ void Node::append_alike_layout(std::vector<int64_t>& key, const SegmentLayout& l
 std::vector<std::shared_ptr<const Broadcast>> Node::plan_broadcasts(
     const isa::OpDef& op, const std::vector<isa::Instruction>& instrs,
     const std::vector<size_t>& child, std::vector<ChildClass>& classes,
-    const std::vector<SegmentLayout>& layouts) {
+    const std::vector<SegmentLayout>& layouts, bool run) {
   // Per view (its address, dtype, shape and strides), the (child, request) pairs that load it.
   std::map<std::vector<int64_t>, std::vector<std::pair<int, size_t>>> loaders;
   for (const ChildClass& k : classes) {
@@ -226,7 +233,7 @@ std::vector<std::shared_ptr<const Broadcast>> Node::plan_broadcasts(
     }
     for (auto& [r, members] : parts) {
       const int f = members.front();
-      auto plan = f == k.members.front() ? k.plan : child_plan(op, instrs[f], child[f]);
+      auto plan = f == k.members.front() ? k.plan : child_plan(op, instrs[f], child[f], run);
       std::shared_ptr<const Broadcast> b;
       if (!r.empty()) {
         auto bc = std::make_shared<Broadcast>();
@@ -273,8 +280,8 @@ std::vector<char> Node::holds_for(const Piece& p, const std::vector<size_t>& chi
     const int o = accumulated_out(op, later);
     if (o < 0 || later.operands[o] != instrs[i].operands[o]) continue;
     // What decides it does not move with a plan's translation.
-    const InstructionPlan& now = *class_entry(op, instrs[i], child[i]).second;
-    const InstructionPlan& then = *class_entry(op, later, child[i]).second;
+    const InstructionPlan& now = *class_entry(op, instrs[i], child[i], runs_below(p)).second;
+    const InstructionPlan& then = *class_entry(op, later, child[i], runs_below(p)).second;
     hold[i] = one_resident_group(now) && one_resident_group(then) &&
               now.subblock_bytes == then.subblock_bytes;
   }
@@ -320,6 +327,7 @@ std::vector<std::vector<After>> Node::settles_for(const Piece& p) {
 }
 
 void Node::dispatch(const Piece& p) {
+  const bool run = runs_below(p);
   const isa::OpDef& op = *p.op;
   const std::vector<isa::Instruction>& instrs = p.split.children;
   const std::vector<std::pair<uint64_t, uint64_t>>& local_writes = p.local_writes;
@@ -374,7 +382,7 @@ void Node::dispatch(const Piece& p) {
   std::vector<SegmentLayout> layouts(instrs.size());
   if (!ctx_.fold) {
     for (size_t i = 0; i < instrs.size(); ++i) {
-      auto plan = child_plan(op, instrs[i], child[i]);
+      auto plan = child_plan(op, instrs[i], child[i], run);
       layouts[i] = place(i, plan->requests, *plan);
       classes.push_back({{static_cast<int>(i)}, plan, layouts[i]});
     }
@@ -388,7 +396,7 @@ void Node::dispatch(const Piece& p) {
     }
     for (const std::vector<int>* group : order) {
       const int first = group->front();
-      auto plan = child_plan(op, instrs[first], child[first]);
+      auto plan = child_plan(op, instrs[first], child[first], run);
       const size_t begin = classes.size();
       for (int i : *group) {
         SegmentLayout layout =
@@ -404,7 +412,7 @@ void Node::dispatch(const Piece& p) {
             break;
         if (c == classes.size()) {
           // A class of its own; its pieces must name its own addresses.
-          auto own = i == first ? plan : child_plan(op, instrs[i], child[i]);
+          auto own = i == first ? plan : child_plan(op, instrs[i], child[i], run);
           classes.push_back({{}, own, std::move(layout)});
         }
         classes[c].members.push_back(i);
@@ -418,7 +426,7 @@ void Node::dispatch(const Piece& p) {
   d.piece = &p;
   d.start = sc_core::sc_time_stamp();
   if (ctx_.spec->levels[level_ + 1].link.multicast && instrs.size() > 1)
-    broadcasts = plan_broadcasts(op, instrs, child, classes, layouts);
+    broadcasts = plan_broadcasts(op, instrs, child, classes, layouts, run);
   for (const auto& b : broadcasts)
     if (b && b->lead_copies > 0 &&
         std::find(b->role.begin(), b->role.end(), Broadcast::kLead) != b->role.end())
@@ -502,6 +510,7 @@ void Node::dispatch(const Piece& p) {
 }
 
 bool Node::dispatch_beside(const Piece& p) {
+  const bool run = runs_below(p);
   const isa::OpDef& op = *p.op;
   const std::vector<isa::Instruction>& instrs = p.split.children;
   MachineTree& tree = *ctx_.tree;
@@ -577,7 +586,7 @@ bool Node::dispatch_beside(const Piece& p) {
     keys[i] = congruence_key(instrs[i]);
     auto [it, fresh] = planned.try_emplace(keys[i], i);
     const size_t f = it->second;
-    plan[i] = fresh ? child_plan(op, instrs[i], child[i]) : plan[f];
+    plan[i] = fresh ? child_plan(op, instrs[i], child[i], run) : plan[f];
     const std::vector<StaticRequest> requests =
         fresh ? plan[i]->requests : translated_requests(*plan[f], instrs[f], instrs[i]);
     std::vector<std::pair<uint64_t, uint64_t>> busy;
@@ -665,7 +674,7 @@ bool Node::dispatch_beside(const Piece& p) {
     // Its pieces must name the rep's own addresses.
     auto own = planned.at(congruence_key(instrs[rep])) == static_cast<size_t>(rep)
                    ? plan[rep]
-                   : child_plan(op, instrs[rep], child[rep]);
+                   : child_plan(op, instrs[rep], child[rep], run);
     d.classes.push_back({k.members, std::move(own), layout[rep]});
   }
   count(p, Counter::overlapped_pieces, 1);

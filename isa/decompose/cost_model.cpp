@@ -191,7 +191,7 @@ double CostModel::execute_uncached(int l, const OpDef& op, const OpTable& ops,
   // the pieces before it: its whole run (node_cycles: fill and drain included), not its time
   // as one instruction alone (quick_cycles) or in a run of them (steady_cycles).
   auto child_cycles = [&](const Instruction& c, ChildRun r) {
-    if (r == ChildRun::whole) return node_cycles(l + 1, op, ops, c);
+    if (r == ChildRun::whole) return node_cycles(l + 1, op, ops, c, true);
     if (r == ChildRun::steady) return steady_cycles(l + 1, op, ops, c);
     return quick_cycles(l + 1, op, ops, c);
   };
@@ -234,13 +234,15 @@ std::optional<Instruction> CostModel::largest_child(int l, const OpDef& op, cons
 
 double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
                                 const Instruction& instr, const std::vector<int64_t>& tile,
-                                double at_least) const {
+                                double at_least, bool in_run) const {
   auto& cache = tiling_cache_.at(static_cast<size_t>(l));
+  const LevelCost& lc = level(l);
+  in_run = in_run && lc.leaf && lc.overlap;
   PackedKey packed;
   put_planning_key(op, instr, packed);
   for (int64_t t : tile) packed.push_back(t);
+  packed.push_back(in_run);
   if (auto it = cache.find(packed); it != cache.end()) return it->second;
-  const LevelCost& lc = level(l);
   const std::vector<int64_t> ext = dim_extents(op, instr);
   double pieces = 1, reduce_parts = 1;
   std::vector<int64_t> len(ext.size());
@@ -282,6 +284,18 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
   const double dec = static_cast<double>(lc.decode_cycles);
   const double first = pieces / reduce_parts;
   const bool resident = lc.resident && resident_split(op, instr, tile);
+  // In a run, the next instruction goes on beside this one when it continues this one's held
+  // tile (every piece accumulates onto one output tile: a single resident group) or when both
+  // fit the memory at once.
+  bool overlapped = false;
+  if (in_run) {
+    const uint64_t st = static_footprint(op, instr, tile);
+    const uint64_t f = piece_footprint(op, ops, piece, 1);
+    const double need =
+        static_cast<double>(st) + lc.depth * static_cast<double>(f - std::min(f, st));
+    overlapped = (lc.hold && resident && pieces == reduce_parts) ||
+                 2 * need <= static_cast<double>(lc.capacity);
+  }
   // The first sweep over the output tiles pipelines. A piece that accumulates reads its output
   // tile, and a node's LD waits for every earlier piece in flight that writes what it reads:
   // with `hazards: spans` every one whose write-back span meets it (the strided tiles of one
@@ -300,10 +314,13 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
     // in flight at most.
     const double occupied = (ld + ex + wb) / lc.depth;
     const double steady = std::max({ld_s, ex_s, wb_s, dec, occupied});
+    // The first piece: its load, execution and write-back in turn, or, overlapped with the
+    // instructions around it, a period.
+    const double head = overlapped ? std::max({ld_s, ex, wb_s, dec}) : ld + ex + wb;
     if (resident) {
       // Resident partial sums: no piece reloads its output tile, so none waits for a
       // write-back, and one write-back serves the reduce_parts pieces of a tile.
-      return stat / lc.bytes_per_cycle + ld + ex + wb +
+      return stat / lc.bytes_per_cycle + head +
              (first - 1) * std::max({ld_s, ex_s, wb_s / reduce_parts, dec, occupied}) +
              (pieces - first) * std::max({flowing(ld - held / lc.bytes_per_cycle), ex_acc,
                                           wb_s / reduce_parts, dec});
@@ -311,12 +328,11 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
     if (lc.tile_hazards && first > lc.depth) {
       const double acc_steady =
           std::max({flowing(ld + accumulated / lc.bytes_per_cycle), ex_s, wb_s, dec});
-      return stat / lc.bytes_per_cycle + ld + ex + wb + (first - 1) * steady +
+      return stat / lc.bytes_per_cycle + head + (first - 1) * steady +
              (pieces - first) * acc_steady;
     }
     const double serial = (ld + accumulated / lc.bytes_per_cycle) + ex_acc + wb;
-    return stat / lc.bytes_per_cycle + ld + ex + wb + (first - 1) * steady +
-           (pieces - first) * serial;
+    return stat / lc.bytes_per_cycle + head + (first - 1) * steady + (pieces - first) * serial;
   };
   // A tiling that cannot come below at_least is not estimated further (nor cached).
   if (const double bound = total(0, 0, 0); bound >= at_least) return bound;
@@ -386,27 +402,33 @@ double CostModel::steady_cycles(int l, const OpDef& op, const OpTable& ops,
   });
 }
 
-double CostModel::node_cycles(int l, const OpDef& op, const OpTable& ops,
-                              const Instruction& instr) const {
+double CostModel::node_cycles(int l, const OpDef& op, const OpTable& ops, const Instruction& instr,
+                              bool in_run) const {
   auto& cache = node_cache_.at(static_cast<size_t>(l));
   PackedKey packed;
   put_planning_key(op, instr, packed);
+  packed.push_back(in_run);
   if (auto it = cache.find(packed); it != cache.end()) return it->second;
   const LevelCost& lc = level(l);
   NodeBudget budget{sub_block_bytes(lc.capacity, lc.depth), lc.fanout, lc.name};
   budget.model = this;
   budget.level = l;
   budget.resident = lc.resident;
+  budget.run = in_run;
+  std::optional<Instruction> start;
+  if (in_run && lc.resident && policy_ == Policy::search) start = starting_instruction(op, instr);
+  const Instruction& tiled = start ? *start : instr;
   std::vector<int64_t> tile;
   try {
     NodeBudget whole = budget;
     whole.capacity = lc.capacity;
     whole.depth = lc.depth;
-    tile = choose_tiling(op, ops, instr, lc.depth > 1 ? whole : budget);
+    tile = choose_tiling(op, ops, tiled, lc.depth > 1 ? whole : budget);
   } catch (const ConfigError&) {
-    tile = choose_tiling(op, ops, instr, budget);
+    tile = choose_tiling(op, ops, tiled, budget);
   }
-  const double t = tiling_cycles(l, op, ops, instr, tile);
+  const double t =
+      tiling_cycles(l, op, ops, instr, tile, std::numeric_limits<double>::infinity(), in_run);
   cache.emplace(std::move(packed), t);
   return t;
 }

@@ -56,6 +56,10 @@ struct LevelCost {
   // in a run of the parent's pieces, a node's loads, execution and write-backs of successive
   // instructions overlap, so each costs its longest stage, not the three in turn.
   bool overlap = false;
+  // Held partial sums (the machine's `hold_partial_sums` with `keep_outputs`): where its
+  // parent's pieces accumulate onto one tile, a node continues its part of it from one
+  // instruction to the next in the same cyclic segment.
+  bool hold = false;
   double child_clock_ratio = 1;  // this level's clock / its children's (their cycles to ours)
   LeafParams unit;               // the leaf's units (leaf level)
 };
@@ -85,7 +89,10 @@ class CostModel {
   // Estimated cycles (of level `l`) that a node of level `l` takes for `instr`, whose operands
   // lie in its parent's memory: its serial pieces (decomposed by the policy), each loaded,
   // executed (on its children, or its unit at a leaf) and written back, overlapped N deep.
-  double node_cycles(int l, const OpDef& op, const OpTable& ops, const Instruction& instr) const;
+  // `in_run`: the instruction is one of a run of its parent's pieces (tiling_cycles); under
+  // `search` an accumulating one is then tiled as the run's first (starting_instruction).
+  double node_cycles(int l, const OpDef& op, const OpTable& ops, const Instruction& instr,
+                     bool in_run = false) const;
 
   // Estimated cycles of a tiling (a tile length per dim) at a node of level `l`. When even a
   // lower bound of it is at least `at_least`, that bound instead (the parts it leaves out, the
@@ -93,9 +100,16 @@ class CostModel {
   // first pieces' but without the accumulating pieces' (whose children run whole); or with
   // those taken as their inputs' loading (inputs_bound). A search that only asks whether the
   // tiling beats a time gets the same answer.
+  // `in_run`: the instruction is one of a run its parent's pieces give the node (the parent
+  // splits its own instruction into several). At a leaf whose level overlaps instructions,
+  // where the next instruction can go on beside this one (it continues this one's held tile, or
+  // both fit the memory at once), the first piece's load and the last write-back overlap the
+  // instructions before and after: the first piece costs a period of the steady state, not
+  // its load, execution and write-back in turn.
   double tiling_cycles(int l, const OpDef& op, const OpTable& ops, const Instruction& instr,
                        const std::vector<int64_t>& tile,
-                       double at_least = std::numeric_limits<double>::infinity()) const;
+                       double at_least = std::numeric_limits<double>::infinity(),
+                       bool in_run = false) const;
 
   // Estimated cycles of a piece's execution at level `l` (EX): the unit's cycles at a leaf;
   // at an inner node its largest child's quick_cycles, split by the policy, plus the LFU's

@@ -142,7 +142,7 @@ std::vector<int64_t> searched_tiling(const OpDef& op, const OpTable& ops, const 
       tile_values(op, instr, budget.fanout == 1, {best});  // candidate tiles, ascending
   auto legal = [&](const std::vector<int64_t>& t) { return tiling_legal(op, instr, t); };
   auto time = [&](const std::vector<int64_t>& t, double at_least) {
-    return model.tiling_cycles(budget.level, op, ops, instr, t, at_least);
+    return model.tiling_cycles(budget.level, op, ops, instr, t, at_least, budget.run);
   };
   double best_t = time(best, std::numeric_limits<double>::infinity());
   auto pieces = [&](const std::vector<int64_t>& t) {
@@ -198,6 +198,20 @@ std::vector<int64_t> searched_tiling(const OpDef& op, const OpTable& ops, const 
 }
 
 }  // namespace
+
+std::optional<Instruction> starting_instruction(const OpDef& op, const Instruction& instr) {
+  Instruction start = instr;
+  bool accumulates = false;
+  for (size_t o = 0; o < op.operands.size(); ++o) {
+    const OperandDef& od = op.operands[o];
+    if (od.role == OperandRole::out && od.read_if_index >= 0 && operand_is_read(op, instr, o)) {
+      start.attrs[static_cast<size_t>(od.read_if_index)] = 0;
+      accumulates = true;
+    }
+  }
+  if (!accumulates) return std::nullopt;
+  return start;
+}
 
 uint64_t budget_limit(const NodeBudget& budget) {
   return budget.capacity > 0 ? budget.capacity : budget.bytes;

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,12 +40,20 @@ struct NodeBudget {
   int level = 0;
   // Resident partial sums at this node (the machine's `resident_partial_sums`).
   bool resident = false;
+  // The instruction is one of a run of its parent's pieces (CostModel::tiling_cycles).
+  bool run = false;
 };
 
 // Whether tiling the instruction's dims by `tile` lets the pieces sharing an output tile keep it
 // resident: a reduce dim with an accumulate attribute is split, every split reduce dim has one,
 // and no input overlaps an output (an input must not read what the node has not written back).
 bool resident_split(const OpDef& op, const Instruction& instr, const std::vector<int64_t>& tile);
+
+// The instruction that starts the output `instr` accumulates onto: the same, its accumulate
+// attributes 0 (none when `instr` does not accumulate). Under `search` a node tiles an
+// accumulating instruction of a run as this one (CostModel::node_cycles, sim's
+// plan_instruction), so that the run keeps one tiling.
+std::optional<Instruction> starting_instruction(const OpDef& op, const Instruction& instr);
 
 // Whether operand `o`'s byte span meets that of an output of the instruction (an input it
 // also writes, in place).

@@ -106,6 +106,47 @@ TEST_CASE("a resident output tile is loaded by the first piece of its sum only")
   CHECK(model.tiling_cycles(0, op, ops, mm, {1, 8, 8, 4}) == 117.0);
 }
 
+TEST_CASE("a leaf in a run pays a period for its first piece where the next goes on beside it") {
+  const OpTable& ops = OpTable::builtin();
+  const OpDef& op = ops.get("matmul");
+  LevelCost c = leaf_model(64 << 10).level(0);
+  c.overlap = true;
+  const Instruction mm = matmul(8, 8, 8);
+  // Two pieces of 4 rows, b static (256 B, 16 cycles); a piece loads its a tile (10 + 8 = 18),
+  // runs 1 * 2 * 8 + 7 = 23, writes out (10 + 8 = 18). Alone: 16 + 18 + 23 + 18 + 23 = 98.
+  // It needs 256 + 3 * (128 + 128) = 1024 B of memory: two such instructions fit 64 KiB, so in
+  // a run the next one goes on beside it and the first piece costs the slowest stage, 23, as
+  // the second does: 16 + 23 + 23 = 62.
+  const CostModel roomy(Policy::search, {c});
+  CHECK(roomy.tiling_cycles(0, op, ops, mm, {1, 4, 8, 8}) == 98.0);
+  CHECK(roomy.tiling_cycles(0, op, ops, mm, {1, 4, 8, 8}, 1e9, true) == 62.0);
+  // In 1536 B two do not fit: the next waits for this one to drain, so in a run too 98.
+  c.capacity = 1536;
+  const CostModel tight(Policy::search, {c});
+  CHECK(tight.tiling_cycles(0, op, ops, mm, {1, 4, 8, 8}, 1e9, true) == 98.0);
+  // Nor where its level does not overlap instructions.
+  c.capacity = 64 << 10;
+  c.overlap = false;
+  CHECK(CostModel(Policy::search, {c}).tiling_cycles(0, op, ops, mm, {1, 4, 8, 8}, 1e9, true) ==
+        98.0);
+  // An accumulating instruction whose K is split in two, its output tile resident: one resident
+  // group, 3 * (128 + 128 + 256) = 1536 B, two of which do not fit 2 KiB. Alone (as in "a
+  // resident output tile is loaded by the first piece of its sum only"): 42 + 23 + 26 + 26 =
+  // 117. Where the level holds partial sums, the next instruction of the run continues this
+  // one's tile in the same sub-blocks: the first piece costs its slowest stage, the load (42),
+  // then the second's, 26 (its load without the output): 42 + 26 = 68.
+  Instruction acc = matmul(8, 8, 8);
+  acc.attrs = {1};
+  c.overlap = true;
+  c.capacity = 2048;
+  c.resident = true;
+  CHECK(CostModel(Policy::search, {c}).tiling_cycles(0, op, ops, acc, {1, 8, 8, 4}, 1e9, true) ==
+        117.0);
+  c.hold = true;
+  CHECK(CostModel(Policy::search, {c}).tiling_cycles(0, op, ops, acc, {1, 8, 8, 4}, 1e9, true) ==
+        68.0);
+}
+
 TEST_CASE("on a pipelined link a piece in the steady state pays the longer of data and latency") {
   const OpTable& ops = OpTable::builtin();
   const OpDef& op = ops.get("matmul");
