@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 
 namespace fracsim::testing {
@@ -37,11 +39,11 @@ inline CliResult run_fracsim(const std::string& args) {
 
 // A new empty folder under the system's temporary folder, named after `prefix`.
 inline std::string temp_dir(const std::string& prefix) {
-  static int counter = 0;
-  auto d = std::filesystem::temp_directory_path() /
-           (prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-  std::filesystem::create_directories(d);
-  return d.string();
+  // A fresh directory each call: a name made of the pid alone could be one that an earlier
+  // process of the same pid left behind, with its files.
+  std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed for " + pattern);
+  return pattern;
 }
 
 }  // namespace fracsim::testing
