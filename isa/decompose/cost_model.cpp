@@ -444,6 +444,14 @@ const std::vector<int64_t>& CostModel::parallel_parts(int l, const OpDef& op, co
   if (const std::vector<int64_t>* pinned =
           pinned_ && pinned_->estimates ? pinned_parts(l) : nullptr)
     return cache.emplace(std::move(packed), pinned_partition(op, ext, *pinned)).first->second;
+  // A piece that accumulates onto an output tile is split as the piece that starts it would be:
+  // the pieces of one tile then give each child the same part of it, which the child holds from
+  // one to the next (hold_partial_sums).
+  if (level(l + 1).hold)
+    if (const std::optional<Instruction> start = starting_instruction(op, piece)) {
+      std::vector<int64_t> parts = parallel_parts(l, op, ops, *start, fanout);
+      return cache.emplace(std::move(packed), std::move(parts)).first->second;
+    }
   // Each candidate judged by the estimated time of its largest child (children of one split
   // run at once). Ties: fewer children.
   const std::vector<std::vector<int64_t>> candidates = partition_candidates(op, piece, fanout);
