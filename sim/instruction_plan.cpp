@@ -53,6 +53,15 @@ uint64_t static_bytes(const InstructionPlan& plan) {
   return s;
 }
 
+// The local memory the plan takes: its static tiles and N sub-blocks.
+uint64_t memory_need(const InstructionPlan& plan, const NodeShape& node) {
+  return static_bytes(plan) + node.pipeline_depth * plan.subblock_bytes;
+}
+
+bool fits(const InstructionPlan& plan, const NodeShape& node) {
+  return memory_need(plan, node) <= node.capacity;
+}
+
 // Whether the plan holds static an input other than a fused epilogue's.
 bool keeps_reused_input(const isa::OpDef& op, const InstructionPlan& plan) {
   return std::any_of(plan.static_operands.begin(), plan.static_operands.end(),
@@ -127,7 +136,7 @@ InstructionPlan plan_for(const isa::OpDef& op, const isa::OpTable& ops,
   if (const std::vector<int64_t>* tile =
           node.model ? node.model->pinned_tile(node.level, instr) : nullptr) {
     InstructionPlan plan = tiled_plan(op, ops, instr, *tile, node);
-    const uint64_t need = static_bytes(plan) + n * plan.subblock_bytes;
+    const uint64_t need = memory_need(plan, node);
     if (need > node.capacity)
       throw ConfigError(
           fmt::format("{}: {}: the pinned tiling [{}] needs {} bytes but the local memory holds {}",
@@ -163,8 +172,7 @@ InstructionPlan plan_for(const isa::OpDef& op, const isa::OpTable& ops,
     try {
       InstructionPlan staged =
           finish(with_static_operands(op, instr, isa::plan_sequential(op, ops, instr, whole)));
-      if (keeps_reused_input(op, staged) &&
-          static_bytes(staged) + n * staged.subblock_bytes <= node.capacity) {
+      if (keeps_reused_input(op, staged) && fits(staged, node)) {
         if (!search) return staged;
         consider(std::move(staged));
       }
@@ -186,7 +194,7 @@ InstructionPlan plan_for(const isa::OpDef& op, const isa::OpTable& ops,
     sub.bytes = tight_budget;
     InstructionPlan tight =
         finish(with_static_operands(op, instr, isa::plan_sequential(op, ops, instr, sub)));
-    if (static_bytes(tight) + n * tight.subblock_bytes <= node.capacity) {
+    if (fits(tight, node)) {
       consider(std::move(tight));
       if (!search) return std::move(*best);
     }
@@ -205,15 +213,12 @@ InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
     if (const std::optional<isa::Instruction> start = isa::starting_instruction(op, instr)) {
       InstructionPlan plan =
           tiled_plan(op, ops, instr, plan_instruction(op, ops, *start, node).tile, node);
-      if (static_bytes(plan) + node.pipeline_depth * plan.subblock_bytes <= node.capacity)
-        return plan;
+      if (fits(plan, node)) return plan;
     }
   // Accumulator and the rest of a piece sized apart can exceed the largest piece the tiling was
   // sized by (pieces of two lengths); such a plan keeps no partial sums resident.
   InstructionPlan plan = plan_for(op, ops, instr, node);
-  if (plan.holds_output.empty() ||
-      static_bytes(plan) + node.pipeline_depth * plan.subblock_bytes <= node.capacity)
-    return plan;
+  if (plan.holds_output.empty() || fits(plan, node)) return plan;
   NodeShape plain = node;
   plain.resident = false;
   return plan_for(op, ops, instr, plain);

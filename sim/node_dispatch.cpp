@@ -267,6 +267,7 @@ std::vector<char> Node::holds_for(const Piece& p, const std::vector<size_t>& chi
   // The next piece as make_piece will give it: the same out tile (the accumulator), its own
   // shapes; a split does not depend on the inputs' addresses.
   const isa::Instruction& part = p.plan->pieces[p.index + 1];
+  const bool run = runs_below(p);
   isa::Instruction next = p.local;
   next.attrs = part.attrs;
   for (size_t o = 0; o < op.operands.size(); ++o)
@@ -280,8 +281,8 @@ std::vector<char> Node::holds_for(const Piece& p, const std::vector<size_t>& chi
     const int o = accumulated_out(op, later);
     if (o < 0 || later.operands[o] != instrs[i].operands[o]) continue;
     // What decides it does not move with a plan's translation.
-    const InstructionPlan& now = *class_entry(op, instrs[i], child[i], runs_below(p)).second;
-    const InstructionPlan& then = *class_entry(op, later, child[i], runs_below(p)).second;
+    const InstructionPlan& now = *class_entry(op, instrs[i], child[i], run).second;
+    const InstructionPlan& then = *class_entry(op, later, child[i], run).second;
     hold[i] = one_resident_group(now) && one_resident_group(then) &&
               now.subblock_bytes == then.subblock_bytes;
   }

@@ -289,12 +289,11 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
   // fit the memory at once.
   bool overlapped = false;
   if (in_run) {
-    const uint64_t st = static_footprint(op, instr, tile);
-    const uint64_t f = piece_footprint(op, ops, piece, 1);
-    const double need =
-        static_cast<double>(st) + lc.depth * static_cast<double>(f - std::min(f, st));
+    NodeBudget whole{0, 1, lc.name};  // a leaf's: its static inputs once, N sub-blocks
+    whole.capacity = lc.capacity;
+    whole.depth = lc.depth;
     overlapped = (lc.hold && resident && pieces == reduce_parts) ||
-                 2 * need <= static_cast<double>(lc.capacity);
+                 2 * tiling_cost(op, ops, instr, tile, whole) <= lc.capacity;
   }
   // The first sweep over the output tiles pipelines. A piece that accumulates reads its output
   // tile, and a node's LD waits for every earlier piece in flight that writes what it reads:
