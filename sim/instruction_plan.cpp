@@ -256,7 +256,12 @@ isa::CostModel cost_model(const MachineSpec& spec) {
       c.unit = leaf_params(ls);
     levels.push_back(std::move(c));
   }
-  return isa::CostModel(spec.decomposer, std::move(levels));
+  isa::RootCost root;
+  root.lfu_throughput = spec.root.controller.lfu_throughput;
+  if (!spec.levels.empty())
+    root.child_clock_ratio = static_cast<double>(spec.root.controller.clock) /
+                             static_cast<double>(spec.levels[0].controller.clock);
+  return isa::CostModel(spec.decomposer, std::move(levels), root);
 }
 
 InstructionPlan root_plan(const isa::Instruction& instr) {

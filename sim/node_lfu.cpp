@@ -41,7 +41,7 @@ void Node::rd_step() {
           for (const isa::Instruction& r : p->split.reductions) {
             const uint64_t elements = static_cast<uint64_t>(r.operands.back().elements());
             count(*p, Counter::lfu_elements, elements);
-            cycles += (elements + controller_.lfu_throughput - 1) / controller_.lfu_throughput;
+            cycles += isa::lfu_cycles(r, controller_.lfu_throughput);
             if (ctx_.functional)
               isa::execute_reference(ctx_.ops->get(r.opcode), r, memory_->view());
             // The children's tables may hold what this overwrites (a kept output).

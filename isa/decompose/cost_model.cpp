@@ -155,9 +155,10 @@ const std::vector<int64_t>* CostModel::pinned_parts(int l) const {
   return &pinned_->parts;
 }
 
-CostModel::CostModel(Policy policy, std::vector<LevelCost> levels)
+CostModel::CostModel(Policy policy, std::vector<LevelCost> levels, RootCost root)
     : policy_(policy),
       levels_(std::move(levels)),
+      root_(root),
       node_cache_(levels_.size()),
       quick_cache_(levels_.size()),
       steady_cache_(levels_.size()),
@@ -196,20 +197,25 @@ double CostModel::execute_uncached(int l, const OpDef& op, const OpTable& ops,
     return quick_cycles(l + 1, op, ops, c);
   };
   // The children of one split run at once: the largest sets the time.
-  if (const std::optional<Instruction> child = largest_child(l, op, ops, piece))
+  if (const std::optional<Instruction> child = largest_child(l, op, ops, piece);
+      child && !splits_reduce(op, parallel_parts(l, op, ops, piece, lc.fanout)))
     return child_cycles(*child, run) * lc.child_clock_ratio;
-  // A reduce dim split across the children (parallel's fallback), combined by the LFU. The
-  // partial results of successive pieces share the node's scratch memory, so their children do
-  // not overlap them: each runs alone even in a run of pieces.
+  // A reduce dim split across the children (beside parallel dims, or parallel's fallback),
+  // combined by the LFU. The partial results of successive pieces share the node's scratch
+  // memory, so their children do not overlap them: each runs alone even in a run of pieces.
   const ChildRun alone = run == ChildRun::steady ? ChildRun::quick : run;
   const ParallelSplit split =
       parallel(op, ops, localize(op, piece, 0).local, lc.fanout, 0, this, l);
-  double children = 0, lfu = 0;
+  double children = 0;
   for (const Instruction& c : split.children) children = std::max(children, child_cycles(c, alone));
-  for (const Instruction& r : split.reductions)
-    lfu += std::ceil(static_cast<double>(r.operands.back().elements()) /
-                     static_cast<double>(lc.lfu_throughput));
-  return children * lc.child_clock_ratio + lfu;
+  return children * lc.child_clock_ratio + reduction_cycles(l, split.reductions);
+}
+
+double CostModel::reduction_cycles(int l, const std::vector<Instruction>& reductions) const {
+  const int64_t tp = l < 0 ? root_.lfu_throughput : level(l).lfu_throughput;
+  double cycles = 0;
+  for (const Instruction& r : reductions) cycles += static_cast<double>(lfu_cycles(r, tp));
+  return cycles;
 }
 
 double CostModel::inputs_bound(int l, const OpDef& op, const OpTable& ops,
@@ -453,7 +459,11 @@ const std::vector<int64_t>& CostModel::parallel_parts(int l, const OpDef& op, co
     }
   // Each candidate judged by the estimated time of its largest child (children of one split
   // run at once). Ties: fewer children.
-  const std::vector<std::vector<int64_t>> candidates = partition_candidates(op, piece, fanout);
+  // A reduce dim is split beside parallel dims only by the root, whose pieces are the program's
+  // instructions, each one whole: below it, a node's successive pieces would share its scratch,
+  // and their children could not overlap them, which this judgement, piece by piece, misses.
+  const std::vector<std::vector<int64_t>> candidates =
+      partition_candidates(op, piece, fanout, l < 0);
   std::vector<int64_t> best = candidates.front();
   double best_t = quick_cycles(l + 1, op, ops, piece);
   int64_t best_children = 1;
@@ -463,6 +473,12 @@ const std::vector<int64_t>& CostModel::parallel_parts(int l, const OpDef& op, co
     bool exact = false;
   };
   std::map<std::vector<int64_t>, Seen> seen;
+  // The best candidate that splits no reduce dim, and the reduce split's LFU time and child.
+  std::vector<int64_t> best_parallel = best;
+  double best_parallel_t = best_t;
+  int64_t best_parallel_children = 1;
+  double best_lfu = 0;
+  std::optional<Instruction> best_reduce_child;
   for (size_t c = 1; c < candidates.size(); ++c) {
     const std::vector<int64_t>& parts = candidates[c];
     int64_t used = 1;
@@ -476,6 +492,21 @@ const std::vector<int64_t>& CostModel::parallel_parts(int l, const OpDef& op, co
     const double needed =
         used < best_children ? std::nextafter(best_t, std::numeric_limits<double>::infinity())
                              : best_t;
+    if (splits_reduce(op, parts)) {
+      // Its children's partials wait for the LFU, which runs at this node's clock.
+      const ParallelSplit split = split_by_parts(op, ops, piece, parts, 0);
+      const double ratio = l < 0 ? root_.child_clock_ratio : level(l).child_clock_ratio;
+      const double lfu = reduction_cycles(l, split.reductions) / ratio;
+      const double t = quick_cycles(l + 1, op, ops, split.children.front(), needed - lfu) + lfu;
+      if (t < best_t || (t == best_t && used < best_children)) {
+        best = parts;
+        best_t = t;
+        best_children = used;
+        best_lfu = lfu;
+        best_reduce_child = split.children.front();
+      }
+      continue;
+    }
     auto [it, fresh] = seen.try_emplace(len);
     if (fresh || (!it->second.exact && it->second.t < needed)) {
       const double t = quick_cycles(l + 1, op, ops, largest_part(op, piece, parts), needed);
@@ -487,7 +518,19 @@ const std::vector<int64_t>& CostModel::parallel_parts(int l, const OpDef& op, co
       best_t = t;
       best_children = used;
     }
+    if (t < best_parallel_t || (t == best_parallel_t && used < best_parallel_children)) {
+      best_parallel = parts;
+      best_parallel_t = t;
+      best_parallel_children = used;
+    }
   }
+  // A reduce split leaves each child a whole output to accumulate its part of the sum onto,
+  // which its own tiling may have to split serially: a quick estimate misses that. It is chosen
+  // only where it also beats the best other partition on the children's full estimates.
+  if (splits_reduce(op, best) &&
+      node_cycles(l + 1, op, ops, *best_reduce_child) + best_lfu >=
+          node_cycles(l + 1, op, ops, largest_part(op, piece, best_parallel)))
+    best = best_parallel;
   return cache.emplace(std::move(packed), best).first->second;
 }
 

@@ -78,9 +78,16 @@ struct PinnedDecision {
   bool estimates = false;
 };
 
+// The root as the cost model sees it: only its LFU, which combines what a reduce dim split
+// across its children leaves, and its clock against theirs.
+struct RootCost {
+  int64_t lfu_throughput = 1;
+  double child_clock_ratio = 1;
+};
+
 class CostModel {
  public:
-  CostModel(Policy policy, std::vector<LevelCost> levels);
+  CostModel(Policy policy, std::vector<LevelCost> levels, RootCost root = {});
 
   Policy policy() const { return policy_; }
   const LevelCost& level(int l) const { return levels_.at(static_cast<size_t>(l)); }
@@ -140,7 +147,8 @@ class CostModel {
 
   // The parts per dim that `search` splits a piece across a node's `fanout` children with (a
   // node of level `l`, -1 for the root; its children are level l + 1); cached by the piece's
-  // shape.
+  // shape. A candidate is judged by its largest child's quick_cycles, plus, where it splits a
+  // reduce dim, the node's LFU combining the partials (in the children's cycles).
   const std::vector<int64_t>& parallel_parts(int l, const OpDef& op, const OpTable& ops,
                                              const Instruction& piece, int fanout) const;
 
@@ -156,6 +164,8 @@ class CostModel {
   // A lower bound of execute_cycles(l, piece, ChildRun::whole) where its children split parallel
   // dims: the largest child loading the inputs it reads over its link (0 otherwise).
   double inputs_bound(int l, const OpDef& op, const OpTable& ops, const Instruction& piece) const;
+  // The cycles (of level `l`, -1 the root) the LFU takes for a split's reductions.
+  double reduction_cycles(int l, const std::vector<Instruction>& reductions) const;
   // The largest child of a node of level `l` splitting `piece` across its children along
   // parallel dims (parallel_parts); none when no parallel dim is longer than 1.
   std::optional<Instruction> largest_child(int l, const OpDef& op, const OpTable& ops,
@@ -163,6 +173,7 @@ class CostModel {
 
   Policy policy_;
   std::vector<LevelCost> levels_;
+  RootCost root_;
   // Keyed by shape_key (node and tiling estimates by planning_key).
   template <typename V>
   using Cache = KeyMap<V>;

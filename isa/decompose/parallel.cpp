@@ -140,10 +140,27 @@ std::vector<int64_t> pinned_partition(const OpDef& op, const std::vector<int64_t
   return parts;
 }
 
+uint64_t lfu_cycles(const Instruction& reduction, int64_t throughput) {
+  const uint64_t elements = static_cast<uint64_t>(reduction.operands.back().elements());
+  const uint64_t tp = static_cast<uint64_t>(std::max<int64_t>(throughput, 1));
+  return (elements + tp - 1) / tp;
+}
+
+bool splits_reduce(const OpDef& op, const std::vector<int64_t>& parts) {
+  for (size_t d = 0; d < parts.size(); ++d)
+    if (op.dims[d].kind == DimKind::reduce && parts[d] > 1) return true;
+  return false;
+}
+
+bool reduce_splits_across(const OpDef& op, const Instruction& instr, size_t d) {
+  if (op.dims[d].kind != DimKind::reduce || op.is_taps(d)) return false;
+  const std::string fn = op.combine_fn(op.dims[d], instr.attrs);
+  return fn != "self" && fn != "merge";
+}
+
 ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& instr, int fanout,
                        uint64_t scratch_base, const CostModel* model, int level) {
   FRACSIM_ASSERT(fanout >= 1, "fanout {}", fanout);
-  ParallelSplit split;
   const std::vector<int64_t> ext = dim_extents(op, instr);
   std::vector<int> par, red;
   for (size_t d = 0; d < op.dims.size(); ++d) {
@@ -153,7 +170,6 @@ ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& i
     if (op.dims[d].kind == DimKind::reduce && !op.is_taps(d)) red.push_back(static_cast<int>(d));
   }
   std::vector<int64_t> parts(ext.size(), 1);
-  int reduce_dim = -1;
   const std::vector<int64_t>* pinned = model ? model->pinned_parts(level) : nullptr;
   if (!par.empty() && pinned && fanout > 1) {
     parts = pinned_partition(op, ext, *pinned);
@@ -162,11 +178,23 @@ ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& i
   } else if (!par.empty()) {
     parts = halving_parts(op, instr, fanout);
   } else if (!red.empty() && fanout > 1) {
-    reduce_dim =
+    const int reduce_dim =
         *std::max_element(red.begin(), red.end(), [&](int a, int b) { return ext[a] < ext[b]; });
     parts[reduce_dim] = std::min<int64_t>(ext[reduce_dim], fanout);
   }
+  return split_by_parts(op, ops, instr, parts, scratch_base);
+}
 
+ParallelSplit split_by_parts(const OpDef& op, const OpTable& ops, const Instruction& instr,
+                             const std::vector<int64_t>& parts, uint64_t scratch_base) {
+  ParallelSplit split;
+  const std::vector<int64_t> ext = dim_extents(op, instr);
+  int reduce_dim = -1;
+  for (size_t d = 0; d < ext.size(); ++d)
+    if (op.dims[d].kind == DimKind::reduce && parts[d] > 1) {
+      FRACSIM_ASSERT(reduce_dim < 0, "{} split across children along two reduce dims", op.name);
+      reduce_dim = static_cast<int>(d);
+    }
   const std::string combine =
       reduce_dim >= 0 ? op.combine_fn(op.dims[reduce_dim], instr.attrs) : std::string();
   // Chunks per dim, then children in row-major order over the dims (last dim fastest).
@@ -196,11 +224,11 @@ ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& i
         for (size_t o = 0; o < op.operands.size(); ++o) {
           if (op.operands[o].role != OperandRole::out) continue;
           TensorRef& out = child.operands[o];
+          const TensorRef part = out;  // where the LFU folds this child's partial
           out = out.packed_at(scratch);
           scratch = align_up(scratch + out.stored_bytes(), kTileAlign);
           partials.push_back(out);
-          if (combine != "self")
-            split.reductions.push_back(lfu_combine(ops, combine, instr.operands[o], out));
+          if (combine != "self") split.reductions.push_back(lfu_combine(ops, combine, part, out));
         }
         if (combine == "self") split.reductions.push_back(self_combine(op, instr, partials));
       }

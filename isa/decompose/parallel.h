@@ -1,12 +1,14 @@
 // Parallel decomposition: one instruction of a node into at most `fanout` child instructions
 // plus the LFU work that combines their partial results. Pure function.
 //
-// Rule: split parallel dims only, choosing the number of parts per dim that minimises the
-// largest child's work (ties: fewer bytes moved, then fewer children). Only when no parallel dim
-// can be split (all extents 1) does it split the largest reduce dim: child 0 writes the output,
-// each other child writes dense partials into scratch, and the LFU folds partial r into the
-// output, in order r = 1, 2, ..., with the dim's combining eltwise fn or the op itself ("self");
-// for a "merge" dim each child sorts its slice of the output and the LFU merges the runs.
+// Rule (halving): split parallel dims only, choosing the number of parts per dim that minimises
+// the largest child's work (ties: fewer bytes moved, then fewer children). Only when no parallel
+// dim can be split (all extents 1) does it split the largest reduce dim. `search` may split one
+// reduce dim beside parallel dims (CostModel::parallel_parts). Along a reduce dim split across
+// children, the child of chunk 0 writes its part of the output, each other child writes dense
+// partials into scratch, and the LFU folds partial r into that part of the output, in order
+// r = 1, 2, ..., with the dim's combining eltwise fn or the op itself ("self"); for a "merge"
+// dim each child sorts its slice of the output and the LFU merges the runs.
 // A reduce dim with a `final` attribute (a fused epilogue) clears it on every child; the LFU
 // then runs the op over an empty range of that dim with accumulate set, so that the final step
 // applies once, to the combined sum.
@@ -49,8 +51,25 @@ std::vector<int64_t> pinned_partition(const OpDef& op, const std::vector<int64_t
 
 class CostModel;
 
-// With `model` (policy search), the parts per parallel dim are those of least estimated time for
-// the children of a node of `level` (CostModel::parallel_parts); otherwise the rule above.
+// Whether `search` may split reduce dim `d` of `instr` across children beside parallel dims: not
+// a kernel's taps, and its partials combine by an eltwise fn (each child's into its own part of
+// the output), not by the op itself or a merge, which read the whole output.
+bool reduce_splits_across(const OpDef& op, const Instruction& instr, size_t d);
+
+// Whether a partition (parts per dim) splits a reduce dim across the children.
+bool splits_reduce(const OpDef& op, const std::vector<int64_t>& parts);
+
+// The split with `parts` per dim (at most one reduce dim split, and then only as the rule above
+// allows): the children in row-major order over the dims' chunks (last dim fastest), the LFU's
+// reductions, the scratch its partials take from `scratch_base`.
+ParallelSplit split_by_parts(const OpDef& op, const OpTable& ops, const Instruction& instr,
+                             const std::vector<int64_t>& parts, uint64_t scratch_base);
+
+// The LFU's cycles for one reduction: its output's elements at `throughput` per cycle.
+uint64_t lfu_cycles(const Instruction& reduction, int64_t throughput);
+
+// With `model` (policy search), the parts per dim are those of least estimated time for the
+// children of a node of `level` (CostModel::parallel_parts); otherwise the rule above.
 ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& instr, int fanout,
                        uint64_t scratch_base, const CostModel* model = nullptr, int level = 0);
 

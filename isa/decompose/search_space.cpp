@@ -3,6 +3,7 @@
 #include <functional>
 #include <set>
 
+#include "isa/decompose/parallel.h"
 #include "isa/decompose/piece.h"
 
 namespace fracsim::isa {
@@ -65,35 +66,47 @@ std::vector<std::vector<int64_t>> tile_values(const OpDef& op, const Instruction
 }
 
 std::vector<std::vector<int64_t>> partition_candidates(const OpDef& op, const Instruction& piece,
-                                                       int fanout) {
+                                                       int fanout, bool split_reduce) {
   const std::vector<int64_t> ext = dim_extents(op, piece);
   std::vector<std::vector<int64_t>> out{std::vector<int64_t>(ext.size(), 1)};
   std::vector<int> dims;
+  bool any_parallel = false;
   for (size_t d = 0; d < ext.size(); ++d)
-    if (op.dims[d].kind == DimKind::parallel && ext[d] > 1) dims.push_back(static_cast<int>(d));
+    if (ext[d] > 1 && op.dims[d].kind == DimKind::parallel) {
+      dims.push_back(static_cast<int>(d));
+      any_parallel = true;
+    } else if (split_reduce && ext[d] > 1 && reduce_splits_across(op, piece, d)) {
+      dims.push_back(static_cast<int>(d));
+    }
+  // Without a parallel dim to split, parallel() splits a reduce dim by its own rule.
+  if (!any_parallel) return out;
   // Splits that leave more than half the children idle are not tried when a split can use
   // more.
   int64_t most = 1;
-  for (int d : dims) most *= std::min<int64_t>(ext[d], fanout);
+  for (int d : dims)
+    if (op.dims[d].kind == DimKind::parallel) most *= std::min<int64_t>(ext[d], fanout);
   const int64_t least = std::min<int64_t>(most, fanout) / 2 + 1;
   std::vector<int64_t> parts(ext.size(), 1);
-  std::function<void(size_t, int64_t)> visit = [&](size_t i, int64_t used) {
+  // At most one reduce dim is split across the children.
+  std::function<void(size_t, int64_t, bool)> visit = [&](size_t i, int64_t used, bool reduced) {
     if (i == dims.size()) {
       if (used >= least && used > 1) out.push_back(parts);
       return;
     }
     const int d = dims[i];
+    const bool reduce = op.dims[d].kind == DimKind::reduce;
     int64_t last_len = -1;
-    for (int64_t p = 1; p <= ext[d] && used * p <= fanout; p = next_parts(p)) {
+    for (int64_t p = 1; p <= ext[d] && used * p <= fanout && (p == 1 || !reduce || !reduced);
+         p = next_parts(p)) {
       const int64_t len = ceil_div(ext[d], p);
       if (len == last_len) continue;
       last_len = len;
       parts[d] = p;
-      visit(i + 1, used * p);
+      visit(i + 1, used * p, reduced || (reduce && p > 1));
     }
     parts[d] = 1;
   };
-  visit(0, 1);
+  visit(0, 1, false);
   return out;
 }
 

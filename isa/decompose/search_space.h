@@ -36,9 +36,10 @@ std::vector<std::vector<int64_t>> tile_values(const OpDef& op, const Instruction
 
 // The parts per dim the search partitions a piece across `fanout` children with, in the order it
 // visits them, the unsplit piece (all 1) first: parts of the forms 2^k and 3 * 2^k that change
-// the chunk length, on the parallel dims of extent > 1, with their product within the fanout and
-// at least half the children busy when a split can use them.
+// the chunk length, on the parallel dims of extent > 1 and, with `split_reduce`, on at most one
+// reduce dim that may be split across children (reduce_splits_across), with their product
+// within the fanout and at least half the children busy when the parallel dims can use them.
 std::vector<std::vector<int64_t>> partition_candidates(const OpDef& op, const Instruction& piece,
-                                                       int fanout);
+                                                       int fanout, bool split_reduce = false);
 
 }  // namespace fracsim::isa

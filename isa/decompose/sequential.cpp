@@ -19,7 +19,8 @@ namespace fracsim::isa {
 uint64_t piece_footprint(const OpDef& op, const OpTable& ops, const Instruction& piece, int fanout,
                          const CostModel* model, int level) {
   LocalPiece lp = localize(op, piece, 0);
-  // `search` splits only parallel dims when there are any, and those need no scratch.
+  // Below the root `search` splits only parallel dims when there are any, and those need no
+  // scratch (the root, which also splits reduce dims, has no serial tiling).
   if (model && model->policy() == Policy::search && fanout > 1) {
     const std::vector<int64_t> ext = dim_extents(op, piece);
     for (size_t d = 0; d < ext.size(); ++d)

@@ -507,6 +507,90 @@ TEST_CASE("parallel split falls back to the reduce dim with LFU reductions") {
   CHECK(s.reductions[1].operands[1].address == 1024 + 64);
 }
 
+TEST_CASE("a reduce dim split beside a parallel dim: each child's partial folds into its part") {
+  // a[1,4,6] x b[1,6,2] f32 with parts M 2, K 3 (children row-major, K fastest): children 0-2
+  // take rows 0-1 and K chunks 0-1, 2-3, 4-5; children 3-5 rows 2-3. The K-chunk-0 children
+  // write their part of the output (rows 0-1 at 1024, rows 2-3 at 1024 + 2 x 2 x 4 = 1040);
+  // the others write dense 2x2 partials (16 bytes, a 64-byte tile each) from the scratch base
+  // 4096 on, and the LFU adds each into its own part of the output, chunk 1 before chunk 2.
+  const OpDef& op = ops().get("matmul");
+  Instruction in =
+      make_instr(op,
+                 {make_tensor(0, DType::f32, {1, 4, 6}), make_tensor(512, DType::f32, {1, 6, 2}),
+                  make_tensor(1024, DType::f32, {1, 4, 2})},
+                 {0});
+  CHECK(reduce_splits_across(op, in, 3));
+  CHECK(splits_reduce(op, {1, 2, 1, 3}));
+  const ParallelSplit s = split_by_parts(op, ops(), in, {1, 2, 1, 3}, 4096);
+  REQUIRE(s.children.size() == 6);
+  CHECK(tensor_str(s.children[1].operands[0]) == "f32@0x8[1,2,2:24,6,1]");
+  CHECK(tensor_str(s.children[4].operands[0]) == "f32@0x38[1,2,2:24,6,1]");
+  CHECK(s.children[0].operands[2].address == 1024);
+  CHECK(s.children[3].operands[2].address == 1040);
+  CHECK(s.children[1].operands[2].address == 4096);
+  CHECK(s.children[2].operands[2].address == 4096 + 64);
+  CHECK(s.children[4].operands[2].address == 4096 + 128);
+  CHECK(s.children[5].operands[2].address == 4096 + 192);
+  CHECK(s.scratch_bytes == 256);
+  REQUIRE(s.reductions.size() == 4);
+  const std::vector<std::pair<uint64_t, uint64_t>> folds{
+      {1024, 4096}, {1024, 4096 + 64}, {1040, 4096 + 128}, {1040, 4096 + 192}};
+  for (size_t r = 0; r < 4; ++r) {
+    CAPTURE(r);
+    CHECK(s.reductions[r].operands[0].address == folds[r].first);
+    CHECK(s.reductions[r].operands[1].address == folds[r].second);
+    CHECK(s.reductions[r].operands[0].elements() == 4);
+    CHECK(lfu_cycles(s.reductions[r], 3) == 2);  // 4 elements at 3 per cycle
+  }
+}
+
+TEST_CASE("a reduce dim split beside parallel dims equals the whole op, every op that allows it") {
+  // Random cases and random partitions (up to 3 parts per parallel dim, 2 or 3 along one reduce
+  // dim that reduce_splits_across allows): the children, then the LFU's reductions in order,
+  // within the reassociation bound of the reference (integers bit for bit).
+  std::mt19937_64 rng(77);
+  int tried = 0;
+  for (const OpDef& op : ops().ops())
+    for (size_t row = 0; row < op.dtypes.size(); ++row)
+      for (int i = 0; i < 8; ++i) {
+        Case c = random_case(op, rng, row);
+        const std::vector<int64_t> ext = dim_extents(op, c.instr);
+        std::vector<int> reducible;
+        for (size_t d = 0; d < ext.size(); ++d)
+          if (ext[d] > 1 && reduce_splits_across(op, c.instr, d))
+            reducible.push_back(static_cast<int>(d));
+        if (reducible.empty()) continue;
+        auto pick = [&](int64_t lo, int64_t hi) {
+          return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+        };
+        std::vector<int64_t> parts(ext.size(), 1);
+        for (size_t d = 0; d < ext.size(); ++d)
+          if (op.dims[d].kind == DimKind::parallel && ext[d] > 1)
+            parts[d] = pick(1, std::min<int64_t>(ext[d], 3));
+        const int r =
+            reducible[static_cast<size_t>(pick(0, static_cast<int64_t>(reducible.size()) - 1))];
+        parts[static_cast<size_t>(r)] = pick(2, std::min<int64_t>(ext[static_cast<size_t>(r)], 3));
+        const uint64_t base = align_up(c.memory.size(), kTileAlign);
+        const ParallelSplit s = split_by_parts(op, ops(), c.instr, parts, base);
+        std::vector<uint8_t> want = c.memory, got = c.memory;
+        got.resize(base + s.scratch_bytes, 0);
+        execute_reference(op, c.instr, MemoryView{want.data(), want.size()});
+        MemoryView g{got.data(), got.size()};
+        for (const Instruction& child : s.children) execute_reference(op, child, g);
+        for (const Instruction& red : s.reductions)
+          execute_reference(ops().get(red.opcode), red, g);
+        got.resize(c.memory.size());
+        CAPTURE(op.name);
+        const std::string text = instruction_str(op, c.instr);
+        CAPTURE(text);
+        for (size_t o = 0; o < op.operands.size(); ++o)
+          if (op.operands[o].role == OperandRole::out)
+            check_equal(op, c, got, want, true, c.instr.operands[o]);
+        ++tried;
+      }
+  CHECK(tried > 50);
+}
+
 TEST_CASE("a piece that can never fit is an error naming level, op and operand") {
   const OpDef& op = ops().get("matmul");
   Instruction in =
