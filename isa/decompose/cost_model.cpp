@@ -464,21 +464,33 @@ const std::vector<int64_t>& CostModel::parallel_parts(int l, const OpDef& op, co
   // and their children could not overlap them, which this judgement, piece by piece, misses.
   const std::vector<std::vector<int64_t>> candidates =
       partition_candidates(op, piece, fanout, l < 0);
-  std::vector<int64_t> best = candidates.front();
-  double best_t = quick_cycles(l + 1, op, ops, piece);
-  int64_t best_children = 1;
+  // The best partition of parallel dims only, and the best that splits a reduce dim.
+  struct Best {
+    std::vector<int64_t> parts;
+    double t = std::numeric_limits<double>::infinity();
+    int64_t children = 1;
+    // What a candidate must come below to be chosen; a child whose time is known to be at
+    // least that is not estimated further.
+    double needed(int64_t used) const {
+      return used < children ? std::nextafter(t, std::numeric_limits<double>::infinity()) : t;
+    }
+    bool take(const std::vector<int64_t>& p, double time, int64_t used) {
+      if (!(time < t || (time == t && used < children))) return false;
+      parts = p;
+      t = time;
+      children = used;
+      return true;
+    }
+  };
+  Best parallel{candidates.front(), quick_cycles(l + 1, op, ops, piece), 1}, reduce;
+  double reduce_lfu = 0;
+  std::optional<Instruction> reduce_child;
   // Largest child's lengths -> its time, or a lower bound of it (then `exact` is false).
   struct Seen {
     double t = 0;
     bool exact = false;
   };
   std::map<std::vector<int64_t>, Seen> seen;
-  // The best candidate that splits no reduce dim, and the reduce split's LFU time and child.
-  std::vector<int64_t> best_parallel = best;
-  double best_parallel_t = best_t;
-  int64_t best_parallel_children = 1;
-  double best_lfu = 0;
-  std::optional<Instruction> best_reduce_child;
   for (size_t c = 1; c < candidates.size(); ++c) {
     const std::vector<int64_t>& parts = candidates[c];
     int64_t used = 1;
@@ -487,50 +499,36 @@ const std::vector<int64_t>& CostModel::parallel_parts(int l, const OpDef& op, co
       used *= parts[d];
       len[d] = ceil_div(ext[d], parts[d]);
     }
-    // What the candidate must come below to be chosen; a child whose time is known to be at
-    // least that is not estimated further.
-    const double needed =
-        used < best_children ? std::nextafter(best_t, std::numeric_limits<double>::infinity())
-                             : best_t;
     if (splits_reduce(op, parts)) {
       // Its children's partials wait for the LFU, which runs at this node's clock.
       const ParallelSplit split = split_by_parts(op, ops, piece, parts, 0);
       const double ratio = l < 0 ? root_.child_clock_ratio : level(l).child_clock_ratio;
       const double lfu = reduction_cycles(l, split.reductions) / ratio;
+      const double needed = std::min(parallel.needed(used), reduce.needed(used));
       const double t = quick_cycles(l + 1, op, ops, split.children.front(), needed - lfu) + lfu;
-      if (t < best_t || (t == best_t && used < best_children)) {
-        best = parts;
-        best_t = t;
-        best_children = used;
-        best_lfu = lfu;
-        best_reduce_child = split.children.front();
+      if (t < needed && reduce.take(parts, t, used)) {
+        reduce_lfu = lfu;
+        reduce_child = split.children.front();
       }
       continue;
     }
+    const double needed = parallel.needed(used);
     auto [it, fresh] = seen.try_emplace(len);
     if (fresh || (!it->second.exact && it->second.t < needed)) {
       const double t = quick_cycles(l + 1, op, ops, largest_part(op, piece, parts), needed);
       it->second = Seen{t, t < needed};
     }
-    const double t = it->second.t;
-    if (t < best_t || (t == best_t && used < best_children)) {
-      best = parts;
-      best_t = t;
-      best_children = used;
-    }
-    if (t < best_parallel_t || (t == best_parallel_t && used < best_parallel_children)) {
-      best_parallel = parts;
-      best_parallel_t = t;
-      best_parallel_children = used;
-    }
+    parallel.take(parts, it->second.t, used);
   }
   // A reduce split leaves each child a whole output to accumulate its part of the sum onto,
   // which its own tiling may have to split serially: a quick estimate misses that. It is chosen
   // only where it also beats the best other partition on the children's full estimates.
-  if (splits_reduce(op, best) &&
-      node_cycles(l + 1, op, ops, *best_reduce_child) + best_lfu >=
-          node_cycles(l + 1, op, ops, largest_part(op, piece, best_parallel)))
-    best = best_parallel;
+  const bool reduce_wins =
+      reduce_child &&
+      (reduce.t < parallel.t || (reduce.t == parallel.t && reduce.children < parallel.children)) &&
+      node_cycles(l + 1, op, ops, *reduce_child) + reduce_lfu <
+          node_cycles(l + 1, op, ops, largest_part(op, piece, parallel.parts));
+  const std::vector<int64_t>& best = reduce_wins ? reduce.parts : parallel.parts;
   return cache.emplace(std::move(packed), best).first->second;
 }
 
