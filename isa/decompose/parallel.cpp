@@ -197,6 +197,11 @@ ParallelSplit split_by_parts(const OpDef& op, const OpTable& ops, const Instruct
     }
   const std::string combine =
       reduce_dim >= 0 ? op.combine_fn(op.dims[reduce_dim], instr.attrs) : std::string();
+  // Those combine whole outputs: such a dim is split alone.
+  if (combine == "self" || combine == "merge")
+    for (size_t d = 0; d < ext.size(); ++d)
+      FRACSIM_ASSERT(static_cast<int>(d) == reduce_dim || parts[d] == 1,
+                     "{}: its {} reduce dim split beside another dim", op.name, combine);
   // Chunks per dim, then children in row-major order over the dims (last dim fastest).
   std::vector<std::vector<int64_t>> cb(ext.size()), cl(ext.size());
   for (size_t d = 0; d < ext.size(); ++d) balanced_chunks(ext[d], parts[d], cb[d], cl[d]);

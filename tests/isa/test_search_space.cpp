@@ -77,4 +77,9 @@ TEST_CASE("partitions: 2^k and 3*2^k parts on parallel dims, within the fanout, 
         Vectors{{1, 1, 1, 1}, {1, 1, 3, 1}, {1, 2, 2, 1}, {1, 3, 1, 1}, {1, 4, 1, 1}});
   // No parallel dim longer than 1: the unsplit piece only (the reduce fallback is not a choice).
   CHECK(partition_candidates(op, matmul(1, 64, 1), 4) == Vectors{{1, 1, 1, 1}});
+  // With a reduce dim (the root's): K in 2 too, visited in dim order (M, N, K, K fastest); at
+  // most one reduce dim, and still only where a parallel dim can be split.
+  CHECK(partition_candidates(op, matmul(8, 8, 8), 2, true) ==
+        Vectors{{1, 1, 1, 1}, {1, 1, 1, 2}, {1, 1, 2, 1}, {1, 2, 1, 1}});
+  CHECK(partition_candidates(op, matmul(1, 64, 1), 4, true) == Vectors{{1, 1, 1, 1}});
 }
