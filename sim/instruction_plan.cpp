@@ -224,7 +224,14 @@ InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
   return plan_for(op, ops, instr, plain);
 }
 
-isa::CostModel cost_model(const MachineSpec& spec) {
+uint64_t root_subblock_bytes(const MachineSpec& spec, uint64_t reserved) {
+  const uint64_t capacity = spec.root.memory.capacity;
+  if (reserved >= capacity) return 0;
+  return (capacity - reserved) / static_cast<uint64_t>(spec.root.controller.pipeline_depth) /
+         isa::kTileAlign * isa::kTileAlign;
+}
+
+isa::CostModel cost_model(const MachineSpec& spec, uint64_t root_reserved) {
   std::vector<isa::LevelCost> levels;
   for (size_t l = 0; l < spec.levels.size(); ++l) {
     const LevelSpec& ls = spec.levels[l];
@@ -258,6 +265,7 @@ isa::CostModel cost_model(const MachineSpec& spec) {
   }
   isa::RootCost root;
   root.lfu_throughput = spec.root.controller.lfu_throughput;
+  root.scratch_bytes = root_subblock_bytes(spec, root_reserved);
   if (!spec.levels.empty())
     root.child_clock_ratio = static_cast<double>(spec.root.controller.clock) /
                              static_cast<double>(spec.levels[0].controller.clock);

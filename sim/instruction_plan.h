@@ -46,7 +46,13 @@ struct NodeShape {
 
 // The machine as the decomposer's cost model sees it (isa/decompose/cost_model.h), with the
 // config's policy.
-isa::CostModel cost_model(const MachineSpec& spec);
+// `root_reserved`: the main memory's bytes the program's tensors take (the root's partial
+// results go in the rest).
+isa::CostModel cost_model(const MachineSpec& spec, uint64_t root_reserved = 0);
+
+// The root's cyclic sub-block, where a piece's partial results go: the main memory beyond the
+// program's `reserved` bytes over the root's pipeline depth.
+uint64_t root_subblock_bytes(const MachineSpec& spec, uint64_t reserved);
 
 struct InstructionPlan {
   std::vector<int64_t> tile;             // the tile length per dim the pieces were cut by

@@ -186,7 +186,7 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   ctx.ops = &ops;
   ctx.spec = &spec;
   ctx.tree = &tree;
-  isa::CostModel model = cost_model(spec);
+  isa::CostModel model = cost_model(spec, reserved);
   if (options.pin) model.pin(*options.pin);
   ctx.model = &model;
   ctx.functional = mode == Mode::functional;

@@ -118,14 +118,14 @@ OracleResult map_instruction(const MachineSpec& spec, const isa::OpTable& ops,
   // run on, with the simulator's own message).
   r.chosen_cycles = simulate_recorded(spec, ops, alone, SimOptions{}, options, "chosen").cycles;
 
-  isa::CostModel model = cost_model(spec);
+  const uint64_t reserved = isa::align_up(alone.footprint, isa::kTileAlign);
+  isa::CostModel model = cost_model(spec, reserved);
   const LevelSpec& top_level = spec.levels.front();
   r.level_name = top_level.name;
   r.fanout = spec.levels.size() > 1 ? spec.levels[1].fanout : 1;
   r.top = r.instruction;
   if (top_level.fanout > 1)
-    r.top = isa::parallel(op, ops, r.instruction, top_level.fanout,
-                          isa::align_up(program.footprint, isa::kTileAlign), &model, -1)
+    r.top = isa::parallel(op, ops, r.instruction, top_level.fanout, reserved, &model, -1)
                 .children.front();
   const NodeShape shape{top_level.memory.capacity,
                         top_level.controller.pipeline_depth,
@@ -235,7 +235,7 @@ OracleResult map_instruction(const MachineSpec& spec, const isa::OpTable& ops,
   isa::PinnedDecision pin;
   pin.level = 0;
   pin.instruction = isa::shape_key(r.top);
-  isa::CostModel pinned_model = cost_model(spec);
+  isa::CostModel pinned_model = cost_model(spec, reserved);
   NodeShape pinned_shape = shape;
   pinned_shape.model = &pinned_model;
   auto run = [&](const MapCandidate& c) -> std::optional<uint64_t> {
@@ -267,7 +267,7 @@ OracleResult map_instruction(const MachineSpec& spec, const isa::OpTable& ops,
   const double to_root = static_cast<double>(spec.root.controller.clock) /
                          static_cast<double>(top_level.controller.clock);
   auto estimate = [&](const MapCandidate& c) {
-    isa::CostModel m = cost_model(spec);
+    isa::CostModel m = cost_model(spec, reserved);
     isa::PinnedDecision e = pin;
     e.tile = c.tile;
     e.parts = c.parts;

@@ -48,8 +48,7 @@ Node::Node(const sc_core::sc_module_name& name, const MachineSpec& spec, int lev
   memory_ = std::make_unique<Memory>("memory", mem, ctx_.functional);
   if (is_root_) {
     FRACSIM_ASSERT(cyclic_base <= mem.capacity, "root: cyclic base beyond capacity");
-    root_subblock_ = (mem.capacity - cyclic_base) / controller_.pipeline_depth / isa::kTileAlign *
-                     isa::kTileAlign;
+    root_subblock_ = root_subblock_bytes(spec, cyclic_base);
   } else {
     const LevelSpec& ls = spec.levels[level];
     const MemorySpec& pm = level == 0 ? spec.root.memory : spec.levels[level - 1].memory;

@@ -502,6 +502,7 @@ const std::vector<int64_t>& CostModel::parallel_parts(int l, const OpDef& op, co
     if (splits_reduce(op, parts)) {
       // Its children's partials wait for the LFU, which runs at this node's clock.
       const ParallelSplit split = split_by_parts(op, ops, piece, parts, 0);
+      if (split.scratch_bytes > root_.scratch_bytes) continue;
       const double ratio = l < 0 ? root_.child_clock_ratio : level(l).child_clock_ratio;
       const double lfu = reduction_cycles(l, split.reductions) / ratio;
       const double needed = std::min(parallel.needed(used), reduce.needed(used));

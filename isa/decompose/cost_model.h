@@ -79,10 +79,12 @@ struct PinnedDecision {
 };
 
 // The root as the cost model sees it: only its LFU, which combines what a reduce dim split
-// across its children leaves, and its clock against theirs.
+// across its children leaves, its clock against theirs, and the room a piece's partial results
+// have in its memory (a cyclic sub-block beside the program's tensors).
 struct RootCost {
   int64_t lfu_throughput = 1;
   double child_clock_ratio = 1;
+  uint64_t scratch_bytes = std::numeric_limits<uint64_t>::max();
 };
 
 class CostModel {

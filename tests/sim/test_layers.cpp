@@ -183,6 +183,13 @@ TEST_CASE("the root splits K across two leaves: each operand byte loaded once, 6
   const RunResult h = run_on(halving, p);
   CHECK(h.cycles == 71);
   CHECK(h.nodes[1].stats[Counter::load_bytes] == 384);
+  // A main memory of 640 B leaves the root a cyclic sub-block of (640 - 576) / 3, 0 bytes
+  // after rounding to 64: no room for leaf 1's 64-byte partial, so search splits M too.
+  std::string small = machine;
+  small.replace(small.find("capacity: 1 MiB"), 15, "capacity: 640 B");
+  const RunResult s = run_on(small, p);
+  CHECK(s.cycles == 71);
+  CHECK(s.nodes[0].stats[Counter::lfu_elements] == 0);
 }
 
 TEST_CASE("a bandwidth-bound matmul: bound, bounding resource and attained by hand") {
