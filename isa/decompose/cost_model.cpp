@@ -197,12 +197,12 @@ double CostModel::execute_uncached(int l, const OpDef& op, const OpTable& ops,
     return quick_cycles(l + 1, op, ops, c);
   };
   // The children of one split run at once: the largest sets the time.
-  if (const std::optional<Instruction> child = largest_child(l, op, ops, piece);
-      child && !splits_reduce(op, parallel_parts(l, op, ops, piece, lc.fanout)))
+  // (Only the root splits a reduce dim beside parallel dims, and the root is not estimated.)
+  if (const std::optional<Instruction> child = largest_child(l, op, ops, piece))
     return child_cycles(*child, run) * lc.child_clock_ratio;
-  // A reduce dim split across the children (beside parallel dims, or parallel's fallback),
-  // combined by the LFU. The partial results of successive pieces share the node's scratch
-  // memory, so their children do not overlap them: each runs alone even in a run of pieces.
+  // A reduce dim split across the children (parallel's fallback), combined by the LFU. The
+  // partial results of successive pieces share the node's scratch memory, so their children do
+  // not overlap them: each runs alone even in a run of pieces.
   const ChildRun alone = run == ChildRun::steady ? ChildRun::quick : run;
   const ParallelSplit split =
       parallel(op, ops, localize(op, piece, 0).local, lc.fanout, 0, this, l);
