@@ -211,6 +211,13 @@ std::optional<Instruction> starting_instruction(const OpDef& op, const Instructi
     }
   }
   if (!accumulates) return std::nullopt;
+  // The piece that starts a tile others accumulate onto does not complete its sum: a reduce
+  // dim's final attribute (a fused epilogue) is clear on it, as slicing leaves it.
+  for (const DimDef& dd : op.dims)
+    if (dd.kind == DimKind::reduce && dd.final_index >= 0 && dd.accumulate_index >= 0 &&
+        start.attrs[static_cast<size_t>(dd.accumulate_index)] !=
+            instr.attrs[static_cast<size_t>(dd.accumulate_index)])
+      start.attrs[static_cast<size_t>(dd.final_index)] = 0;
   return start;
 }
 

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 
 #include "isa/decompose/cost_model.h"
@@ -23,6 +24,7 @@
 #include "isa/decompose/localize.h"
 #include "isa/decompose/parallel.h"
 #include "isa/decompose/piece.h"
+#include "isa/decompose/sequential.h"
 #include "isa/error.h"
 
 using namespace fracsim;
@@ -685,6 +687,13 @@ TEST_CASE("a fused epilogue runs on the piece that completes the sum only") {
   CHECK(pieces[0].attrs[fin] == 0);
   CHECK(pieces[1].attrs[acc] == 1);
   CHECK(pieces[1].attrs[fin] == 1);
+  // The piece that starts the tile the last accumulates onto has neither set: the first.
+  const std::optional<Instruction> start = starting_instruction(op, pieces[1]);
+  REQUIRE(start);
+  CHECK(start->attrs == pieces[0].attrs);
+  for (size_t o = 0; o < op.operands.size(); ++o)
+    CHECK(start->operands[o].shape == pieces[0].operands[o].shape);
+  CHECK_FALSE(starting_instruction(op, pieces[0]));
   // Across children: no child applies it; the LFU adds the partial, then runs the op over K = 0.
   Instruction dot =
       make_instr(op,
