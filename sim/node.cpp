@@ -320,8 +320,9 @@ void Node::id_step() {
           // where the rotation starts); the root keeps rotating through its sub-blocks.
           if (!is_root_) {
             next_subblock_ = job.first_subblock;
-            takes_over_ = job.first_accumulator >= 0;
-            first_accumulator_ = takes_over_ ? job.first_accumulator : job.first_subblock;
+            takes_over_ = job.continues_tile;
+            first_accumulator_ =
+                job.first_accumulator >= 0 ? job.first_accumulator : job.first_subblock;
           }
           q.instr = std::make_shared<const isa::Instruction>(std::move(job.instr));
           q.completion = job.completion;

@@ -126,9 +126,12 @@ struct Job {
   // Its last group keeps its output tile here, not written back: the parent's next piece
   // continues it (LevelSpec::hold_partial_sums).
   bool hold_out = false;
-  // The sub-block whose accumulator its first group continues (the tile its previous job kept:
-  // SegmentLayout::out_hit beside that job); -1: first_subblock's.
+  // The sub-block of its first group's accumulator; -1: first_subblock's. Another where it
+  // continues the tile its previous job kept (continues_tile: SegmentLayout::out_hit beside
+  // that job), or where the last group of the job before, still draining, accumulates in
+  // first_subblock's.
   int first_accumulator = -1;
+  bool continues_tile = false;
   // Its reads wait for the parent's pieces (`after`), not for what its own earlier
   // instructions, still running, write there (Piece::parent_orders).
   bool parent_orders = false;

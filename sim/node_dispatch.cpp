@@ -58,6 +58,13 @@ ChildRun child_run(const InstructionPlan& plan, const SegmentLayout& layout, int
   r.first = first;
   r.accumulator = accumulator;
   r.pieces = plan.pieces.size();
+  // Group k accumulates in the sub-block after group k - 1's (Node::id_step).
+  const std::vector<uint8_t>& h = plan.holds_output;
+  if (!h.empty()) {
+    int groups = 0;
+    for (size_t i = 0; i < h.size(); ++i) groups += i == 0 || !h[i - 1] ? 1 : 0;
+    r.last_accumulator = (accumulator + groups - 1) % depth;
+  }
   return r;
 }
 
@@ -506,6 +513,7 @@ void Node::dispatch(const Piece& p) {
     job.after = after[k.members[0]];
     job.hold_out = hold[k.members[0]] != 0;
     job.first_accumulator = continued[k.members[0]];
+    job.continues_tile = continued[k.members[0]] >= 0;
     d.runners[c]->submit(std::move(job));
   }
 }
@@ -623,6 +631,12 @@ bool Node::dispatch_beside(const Piece& p) {
         continued = false;
       }
     }
+    // The rotation goes on where the last group of the instruction before, still draining,
+    // accumulates: this one's first group takes the sub-block after, not waiting for that
+    // write-back.
+    if (!continues[i] && ring && layout[i].cyclic_base == *ring && !plan[i]->holds_output.empty() &&
+        before.last_accumulator == first[i])
+      accumulator[i] = (first[i] + 1) % depth;
     keys[i].push_back(static_cast<int64_t>(first[i]));
     keys[i].push_back(static_cast<int64_t>(accumulator[i]));
     keys[i].push_back(hold[i]);
@@ -690,7 +704,8 @@ bool Node::dispatch_beside(const Piece& p) {
             // these children are still busy with the pieces before.
             nullptr};
     job.first_subblock = first[rep];
-    if (continues[rep]) job.first_accumulator = accumulator[rep];
+    if (accumulator[rep] != first[rep]) job.first_accumulator = accumulator[rep];
+    job.continues_tile = continues[rep] != 0;
     job.after = after[rep];
     job.parent_orders = parent_orders;
     job.hold_out = hold[rep] != 0;

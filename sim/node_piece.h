@@ -110,6 +110,7 @@ struct ChildRun {
   uint64_t ring = 0, ring_bytes = 0;                // its cyclic segment
   int first = 0;                                    // the sub-block its first piece takes
   int accumulator = 0;                              // its first group's accumulator
+  int last_accumulator = -1;                        // its last group's; -1: none
   size_t pieces = 0;
 };
 

@@ -267,3 +267,78 @@ TEST_CASE("overlap is a per-level boolean: other values name the file, line and 
   absent.erase(absent.find("    overlap: true\n"), 18);
   CHECK(parse_machine_spec(absent, "m.yaml").levels[0].overlap);
 }
+
+TEST_CASE(
+    "the next instruction's first group accumulates beside the one before's last, not in it") {
+  // Two independent [8,16] x [16,8] matmuls on a leaf of 2 KiB in 2 sub-blocks (search): the
+  // whole instruction (512 + 512 + 256 B) does not fit a sub-block of 1 KiB, so the leaf
+  // splits K in two pieces of one resident group: the first accumulates in sub-block 0, the
+  // second adds to it there, and the group writes back once. Each piece loads its a and b
+  // halves, 512 B: 10 + 32 = 42 cycles; EX 39; WB 256 B: 26. The second instruction's
+  // rotation starts at sub-block (0 + 2) % 2 = 0, where the first's group still accumulates.
+  // First:  ID 1 -> 2 and 2 -> 3, LD 2 -> 44 and 44 -> 86, EX 44 -> 83 and 86 -> 125,
+  //         WB 125 -> 151.
+  // Its first group in sub-block 0 waited for that write-back: ID 151 -> 152 and 152 -> 153,
+  //   LD 152 -> 194 -> 236, EX 194 -> 233 and 236 -> 275, WB 275 -> 301: 301 cycles.
+  // Its first group accumulates in sub-block 1: its first piece takes the sub-block the first
+  //   instruction's first piece frees when it retires (83: it holds its output, nothing to
+  //   store): ID 83 -> 84, LD when the link is free 86 -> 128, EX 128 -> 167; its second piece
+  //   the sub-block freed at 151: ID 151 -> 152, LD 152 -> 194, EX 194 -> 233; WB 233 -> 259.
+  const std::string yaml = R"(machine: m
+decomposer: search
+root:
+  clock: 1 GHz
+  lfu_throughput: 1
+  memory: {capacity: 1 MiB, bandwidth: 64 GB/s}
+levels:
+  - name: core
+    fanout: 1
+    pipeline_depth: 2
+    memory: {capacity: 2 KiB, bandwidth: 64 GB/s}
+    link: {bandwidth: 16 GB/s, latency: 10 ns}
+    keep_outputs: false
+    prefetch: false
+    leaf:
+      matrix: {rows: 4, cols: 4}
+      vector: {lanes: 8}
+)";
+  const isa::OpDef& mm = ops().get("matmul");
+  auto t = [](uint64_t at, int64_t rows, int64_t cols) {
+    return isa::make_tensor(at, isa::DType::f32, {1, rows, cols});
+  };
+  isa::Program p;
+  p.name = "p";
+  p.footprint = 20480;
+  p.instructions = {
+      isa::Instruction{mm.opcode, {t(0, 8, 16), t(4096, 16, 8), t(8192, 8, 8)}, {0}},
+      isa::Instruction{mm.opcode, {t(12288, 8, 16), t(16384, 16, 8), t(18432, 8, 8)}, {0}}};
+  isa::DataSegment d;
+  d.kind = isa::DataSegment::Kind::random;
+  d.count = p.footprint / 4;
+  d.seed = 7;
+  d.lo = -1;
+  d.hi = 1;
+  p.data = {d};
+  p.symbols = {isa::Symbol{"out", isa::SymbolRole::output, t(18432, 8, 8)}};
+  const MachineSpec spec = parse_machine_spec(yaml, "m.yaml");
+  for (Mode mode : {Mode::timing, Mode::functional}) {
+    CAPTURE(mode == Mode::timing);
+    const RunResult r = simulate(spec, ops(), p, mode);
+    CHECK(r.cycles == 259);
+    CHECK(counter(r, 1, Counter::pieces) == 4);
+    CHECK(counter(r, 1, Counter::load_bytes) == 4 * 512);
+    CHECK(counter(r, 1, Counter::store_bytes) == 2 * 256);
+    CHECK(counter(r, 0, Counter::overlapped_pieces) == 1);
+    if (mode == Mode::functional) CHECK(r.memory == isa::run_reference(p, ops()));
+  }
+  TraceRecorder trace;
+  SimOptions o;
+  o.trace = &trace;
+  simulate(spec, ops(), p, Mode::timing, o);
+  const std::string json = trace.json();
+  for (const std::string& e : {event(1, 0, 83, 1), event(1, 1, 86, 42), event(1, 2, 128, 39),
+                               event(1, 1, 152, 42), event(1, 2, 194, 39), event(1, 4, 233, 26)}) {
+    CAPTURE(e);
+    CHECK(json.find(e) != std::string::npos);
+  }
+}
