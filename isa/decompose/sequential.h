@@ -51,11 +51,10 @@ bool resident_split(const OpDef& op, const Instruction& instr, const std::vector
 
 // The instruction that starts the output `instr` accumulates onto: the same, its accumulate
 // attributes 0 and the final attributes of their reduce dims 0 (none when `instr` does not
-// accumulate). Under `search` a node tiles an
-// accumulating instruction of a run as this one (CostModel::node_cycles, sim's
-// plan_instruction), and splits an accumulating piece across children that hold partial sums as
-// this one (CostModel::parallel_parts), so that the pieces of one output tile keep one tiling
-// and one partition.
+// accumulate). Under `search` a node tiles an accumulating instruction of a run as this one
+// (CostModel::node_cycles, sim's plan_instruction), and splits an accumulating piece across
+// children that hold partial sums as this one (CostModel::parallel_parts), so that the pieces of
+// one output tile keep one tiling and one partition.
 std::optional<Instruction> starting_instruction(const OpDef& op, const Instruction& instr);
 
 // Whether operand `o`'s byte span meets that of an output of the instruction (an input it
