@@ -11,6 +11,8 @@
 //  - the other data-movement features off: outputs are not kept, links do not broadcast.
 #include <doctest/doctest.h>
 
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "isa/error.h"
@@ -56,12 +58,12 @@ isa::Instruction matmul(uint64_t a, uint64_t b, uint64_t out) {
   return isa::Instruction{ops().get("matmul").opcode, {f32(a), f32(b), f32(out)}, {0}};
 }
 
-// Two matmuls sharing b (at 4096); the second reads `second_a`.
-isa::Program two_matmuls(uint64_t second_a) {
+// A program of `instructions` over 20 KiB of random f32 data, its output `out`.
+isa::Program program(std::vector<isa::Instruction> instructions, const isa::TensorRef& out) {
   isa::Program p;
   p.name = "p";
   p.footprint = 20480;
-  p.instructions = {matmul(0, 4096, 8192), matmul(second_a, 4096, 16384)};
+  p.instructions = std::move(instructions);
   isa::DataSegment d;
   d.kind = isa::DataSegment::Kind::random;
   d.count = p.footprint / 4;
@@ -69,8 +71,13 @@ isa::Program two_matmuls(uint64_t second_a) {
   d.lo = -1;
   d.hi = 1;
   p.data = {d};
-  p.symbols = {isa::Symbol{"out", isa::SymbolRole::output, f32(16384)}};
+  p.symbols = {isa::Symbol{"out", isa::SymbolRole::output, out}};
   return p;
+}
+
+// Two matmuls sharing b (at 4096); the second reads `second_a`.
+isa::Program two_matmuls(uint64_t second_a) {
+  return program({matmul(0, 4096, 8192), matmul(second_a, 4096, 16384)}, f32(16384));
 }
 
 RunResult run(bool overlap, const isa::Program& p, Mode mode, TraceRecorder* trace = nullptr,
@@ -306,20 +313,10 @@ levels:
   auto t = [](uint64_t at, int64_t rows, int64_t cols) {
     return isa::make_tensor(at, isa::DType::f32, {1, rows, cols});
   };
-  isa::Program p;
-  p.name = "p";
-  p.footprint = 20480;
-  p.instructions = {
-      isa::Instruction{mm.opcode, {t(0, 8, 16), t(4096, 16, 8), t(8192, 8, 8)}, {0}},
-      isa::Instruction{mm.opcode, {t(12288, 8, 16), t(16384, 16, 8), t(18432, 8, 8)}, {0}}};
-  isa::DataSegment d;
-  d.kind = isa::DataSegment::Kind::random;
-  d.count = p.footprint / 4;
-  d.seed = 7;
-  d.lo = -1;
-  d.hi = 1;
-  p.data = {d};
-  p.symbols = {isa::Symbol{"out", isa::SymbolRole::output, t(18432, 8, 8)}};
+  const isa::Program p = program(
+      {isa::Instruction{mm.opcode, {t(0, 8, 16), t(4096, 16, 8), t(8192, 8, 8)}, {0}},
+       isa::Instruction{mm.opcode, {t(12288, 8, 16), t(16384, 16, 8), t(18432, 8, 8)}, {0}}},
+      t(18432, 8, 8));
   const MachineSpec spec = parse_machine_spec(yaml, "m.yaml");
   for (Mode mode : {Mode::timing, Mode::functional}) {
     CAPTURE(mode == Mode::timing);
