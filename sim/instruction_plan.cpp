@@ -278,6 +278,12 @@ InstructionPlan root_plan(const isa::Instruction& instr) {
   return plan;
 }
 
+isa::Instruction plan_like(const InstructionPlan& plan) {
+  isa::Instruction like = plan.pieces.front();
+  like.reused = 0;
+  return like;
+}
+
 std::vector<StaticRequest> translated_requests(const InstructionPlan& plan,
                                                const isa::Instruction& from,
                                                const isa::Instruction& to) {

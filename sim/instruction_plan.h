@@ -86,6 +86,10 @@ InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
 // the main memory).
 InstructionPlan root_plan(const isa::Instruction& instr);
 
+// The piece a node below the root splits each piece of `plan` across its children as (isa::
+// parallel's `like`): the plan's first, as the node sees it (Instruction::reused is the root's).
+isa::Instruction plan_like(const InstructionPlan& plan);
+
 // The static requests of `to`, an instruction congruent with `from` (same key): the views of
 // `plan` (made for `from`) moved by each operand's address difference.
 std::vector<StaticRequest> translated_requests(const InstructionPlan& plan,

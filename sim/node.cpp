@@ -235,7 +235,9 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, size_t index, int subblock, 
     base = at;  // scratch follows the cyclic tiles
   }
   if (!is_leaf_) {
-    p->split = isa::parallel(op, *ctx_.ops, p->local, fanout_, base, ctx_.model, level_);
+    const isa::Instruction like = plan_like(*plan_);
+    p->split = isa::parallel(op, *ctx_.ops, p->local, fanout_, base, ctx_.model, level_,
+                             is_root_ ? nullptr : &like);
     if (base + p->split.scratch_bytes > end)
       throw ConfigError(
           fmt::format("{}: {}: partial results need {} bytes more than a cyclic "

@@ -280,8 +280,9 @@ std::vector<char> Node::holds_for(const Piece& p, const std::vector<size_t>& chi
   for (size_t o = 0; o < op.operands.size(); ++o)
     if (op.operands[o].role != isa::OperandRole::out)
       next.operands[o] = part.operands[o].packed_at(p.local.operands[o].address);
+  const isa::Instruction like = plan_like(*p.plan);
   const isa::ParallelSplit split =
-      isa::parallel(op, *ctx_.ops, next, fanout_, 0, ctx_.model, level_);
+      isa::parallel(op, *ctx_.ops, next, fanout_, 0, ctx_.model, level_, &like);
   if (split.children.size() != instrs.size() || !split.reductions.empty()) return hold;
   for (size_t i = 0; i < instrs.size(); ++i) {
     const isa::Instruction& later = split.children[i];

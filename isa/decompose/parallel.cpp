@@ -159,7 +159,8 @@ bool reduce_splits_across(const OpDef& op, const Instruction& instr, size_t d) {
 }
 
 ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& instr, int fanout,
-                       uint64_t scratch_base, const CostModel* model, int level) {
+                       uint64_t scratch_base, const CostModel* model, int level,
+                       const Instruction* like) {
   FRACSIM_ASSERT(fanout >= 1, "fanout {}", fanout);
   const std::vector<int64_t> ext = dim_extents(op, instr);
   std::vector<int> par, red;
@@ -174,7 +175,9 @@ ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& i
   if (!par.empty() && pinned && fanout > 1) {
     parts = pinned_partition(op, ext, *pinned);
   } else if (!par.empty() && model && model->policy() == Policy::search && fanout > 1) {
-    parts = model->parallel_parts(level, op, ops, instr, fanout);
+    parts = like && level >= 0
+                ? pinned_partition(op, ext, model->parallel_parts(level, op, ops, *like, fanout))
+                : model->parallel_parts(level, op, ops, instr, fanout);
   } else if (!par.empty()) {
     parts = halving_parts(op, instr, fanout);
   } else if (!red.empty() && fanout > 1) {

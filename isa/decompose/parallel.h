@@ -69,8 +69,11 @@ ParallelSplit split_by_parts(const OpDef& op, const OpTable& ops, const Instruct
 uint64_t lfu_cycles(const Instruction& reduction, int64_t throughput);
 
 // With `model` (policy search), the parts per dim are those of least estimated time for the
-// children of a node of `level` (CostModel::parallel_parts); otherwise the rule above.
+// children of a node of `level` (CostModel::parallel_parts); otherwise the rule above. With
+// `like` too (below the root), those of `like`, each at most this piece's extent: a node splits
+// every piece of an instruction as its plan's first, which the model estimates the tiling by.
 ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& instr, int fanout,
-                       uint64_t scratch_base, const CostModel* model = nullptr, int level = 0);
+                       uint64_t scratch_base, const CostModel* model = nullptr, int level = 0,
+                       const Instruction* like = nullptr);
 
 }  // namespace fracsim::isa

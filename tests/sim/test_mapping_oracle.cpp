@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <vector>
 
+#include "isa/assembly.h"
 #include "isa/decompose/cost_model.h"
 #include "sim/machine.h"
 #include "sim/mapping_oracle.h"
@@ -274,4 +276,33 @@ TEST_CASE(
   CHECK(r2.chosen_estimate == 109);
   CHECK(row(r2, {1, 1, 1, 1}).cycles == 135);
   CHECK(row(r2, {1, 1, 2, 1}).cycles == 107);
+}
+
+TEST_CASE("a node splits every piece of an instruction as its first: the plain run is the pinned") {
+  // ResNet-50's res5a_2c at batch 64 (1x1, 512 -> 2048 channels at 7x7, bias, residual add and
+  // ReLU fused) on scale/leaves-0256. The root gives each module 32 images x 1024 channels; a
+  // module tiles them 11, 11 and 10 images and splits each piece across its 4 chips N 2 x Co 2,
+  // as the oracle's pinned run of that choice does. Each piece split as its own shape would be,
+  // the 10-image one went along Wo (each chip loading all 2 MB of the module's weights): the
+  // plain run took 186,960 cycles, the choice pinned 165,303.
+  const MachineSpec spec =
+      load_machine_spec(std::string(FRACSIM_SOURCE_DIR) + "/configs/scale/leaves-0256.yaml");
+  const isa::OpTable& ops = isa::OpTable::builtin();
+  const isa::Program p = isa::assemble(
+      ".program res5a_2c\n"
+      ".footprint 63438848\n"
+      "conv2d_bias_add_act in=f32@0x0[64,1,512,7,7:25088,25088,49,7,1] "
+      "w=f32@0x700000[1,2048,512,1,1:1048576,512,1,1,1] bias=f32@0xb00000[1,2048:2048,1] "
+      "res=f32@0xb10000[64,1,2048,7,7:100352,100352,49,7,1] "
+      "out=f32@0x2400000[64,1,2048,7,7:100352,100352,49,7,1] stride_h=1 stride_w=1 "
+      "dilation_h=1 dilation_w=1 pad_h0=0 pad_h1=0 pad_w0=0 pad_w1=0 accumulate=0 epilogue=1 "
+      "act=relu alpha=0.01 lo=0 hi=6\n",
+      "res5a_2c.fasm", ops);
+  OracleOptions o;
+  o.sample = 1;
+  o.max_pieces = 3;
+  const OracleResult r = map_instruction(spec, ops, p, 0, o);
+  CHECK(r.chosen.parts == std::vector<int64_t>{2, 1, 2, 1, 1, 1, 1, 1, 1, 1});
+  CHECK(r.chosen_cycles == 143896);
+  CHECK(r.chosen_pinned_cycles == r.chosen_cycles);
 }
