@@ -11,6 +11,8 @@
 namespace fracsim::isa {
 
 int64_t num_elements(const Shape& shape) {
+  // An empty extent empties the tensor whatever the others (whose product may not fit).
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;

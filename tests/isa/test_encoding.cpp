@@ -582,6 +582,21 @@ TEST_CASE("encoding: encode rejects what the format cannot hold") {
         "program 't': data segment at 0x30: a random segment cannot carry bytes");
 }
 
+TEST_CASE("encoding: a view with an empty extent is empty whatever the product of the others") {
+  // 2^40 x 2^40 does not fit int64_t: the element count must not multiply them (a fuzzer's
+  // finding, signed overflow under UBSan, in the validation every decoded file goes through).
+  const Program p = assemble(
+      ".program e\n"
+      ".footprint 64\n"
+      ".symbol output y f32@0x0[1099511627776,1099511627776,0:1,1,1]\n"
+      "fill out=f32@0x0[1,1,1,1,1,16:16,16,16,16,16,1] value=0\n",
+      "e.fasm", OpTable::builtin());
+  REQUIRE(p.symbols.size() == 1);
+  CHECK(p.symbols[0].tensor.elements() == 0);
+  CHECK(p.symbols[0].tensor.byte_span() == std::pair<uint64_t, uint64_t>{0, 0});
+  CHECK(decode_program(encode_program(p), "e.fbin").symbols[0].tensor == p.symbols[0].tensor);
+}
+
 TEST_CASE("encoding: files") {
   const std::string path = (std::filesystem::temp_directory_path() /
                             fmt::format("fracsim_test_encoding_{}.fbin", std::random_device{}()))
