@@ -58,13 +58,12 @@ ChildRun child_run(const InstructionPlan& plan, const SegmentLayout& layout, int
   r.first = first;
   r.accumulator = accumulator;
   r.pieces = plan.pieces.size();
-  // Group k accumulates in the sub-block after group k - 1's (Node::id_step).
+  // Group k accumulates in the sub-block after group k - 1's (Node::id_step); each group ends
+  // at a piece that does not hold its output.
   const std::vector<uint8_t>& h = plan.holds_output;
-  if (!h.empty()) {
-    int groups = 0;
-    for (size_t i = 0; i < h.size(); ++i) groups += i == 0 || !h[i - 1] ? 1 : 0;
-    r.last_accumulator = (accumulator + groups - 1) % depth;
-  }
+  if (!h.empty())
+    r.last_accumulator =
+        (accumulator + static_cast<int>(std::count(h.begin(), h.end(), uint8_t{0})) - 1) % depth;
   return r;
 }
 
