@@ -122,6 +122,54 @@ TensorRef TensorRef::packed_at(uint64_t addr) const {
   return r;
 }
 
+std::optional<TensorRef> view_within(const TensorRef& whole, const TensorRef& part,
+                                     uint64_t local) {
+  const int rank = whole.rank();
+  if (part.dtype != whole.dtype || part.rank() != rank || part.elements() == 0 ||
+      whole.elements() == 0 || part.address < whole.address)
+    return std::nullopt;
+  const uint64_t size = dtype_size(whole.dtype);
+  if ((part.address - whole.address) % size != 0) return std::nullopt;
+  int64_t delta = static_cast<int64_t>((part.address - whole.address) / size);
+  // The dims whole spans, by stride, largest first; each stride must exceed the reach of the
+  // smaller ones, so that the offset splits into indices one way only.
+  std::vector<int> dims;
+  for (int d = 0; d < rank; ++d) {
+    if (whole.shape[d] == 1) continue;
+    if (whole.strides[d] <= 0) return std::nullopt;  // broadcast or reversed
+    dims.push_back(d);
+  }
+  std::stable_sort(dims.begin(), dims.end(),
+                   [&](int a, int b) { return whole.strides[a] > whole.strides[b]; });
+  for (size_t i = 0; i + 1 < dims.size(); ++i)
+    if (whole.strides[dims[i]] < whole.strides[dims[i + 1]] * whole.shape[dims[i + 1]])
+      return std::nullopt;
+  std::vector<int64_t> index(rank, 0), step(rank, 1);
+  for (int d : dims) {
+    index[d] = delta / whole.strides[d];
+    delta %= whole.strides[d];
+  }
+  if (delta != 0) return std::nullopt;
+  const TensorRef dense = whole.packed_at(local);
+  TensorRef r;
+  r.dtype = whole.dtype;
+  r.shape = part.shape;
+  r.strides.assign(rank, 0);
+  uint64_t at = local;
+  for (int d = 0; d < rank; ++d) {
+    if (part.shape[d] > 1) {
+      if (whole.shape[d] == 1 || part.strides[d] <= 0 || part.strides[d] % whole.strides[d] != 0)
+        return std::nullopt;
+      step[d] = part.strides[d] / whole.strides[d];
+    }
+    if (index[d] + (part.shape[d] - 1) * step[d] >= whole.shape[d]) return std::nullopt;
+    at += static_cast<uint64_t>(index[d] * dense.strides[d]) * size;
+    r.strides[d] = dense.strides[d] * step[d];
+  }
+  r.address = at;
+  return r;
+}
+
 TensorRef make_tensor(uint64_t address, DType dtype, Shape shape) {
   TensorRef t;
   t.address = address;

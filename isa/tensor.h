@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,12 @@ struct TensorRef {
   // The same dims stored densely at `address` (stride 0 kept where this has stride 0).
   TensorRef packed_at(uint64_t address) const;
 };
+
+// Where the elements of `part`, a view of the same memory, lie in a dense copy of `whole` at
+// `local` (whole.packed_at(local)): empty unless every element of `part` is an element of `whole`
+// (same dtype and rank; each of its strides a multiple of whole's along a dim it spans). `whole`
+// must not alias itself (its strides nest), so that each address names one index.
+std::optional<TensorRef> view_within(const TensorRef& whole, const TensorRef& part, uint64_t local);
 
 // Whether two views share a byte. Exact for views of one dtype and the same strides (tiles of
 // one tensor, however strided), unless solving for the element offsets between them takes more

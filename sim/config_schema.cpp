@@ -136,7 +136,10 @@ struct Tables {
               mapping_key("link", link, "each node's DMA link to its parent's memory"),
               boolean_key("keep_outputs",
                           "outputs a node writes back stay in its tensor permutation table, so a "
-                          "later instruction reading them, or accumulating onto them, hits")
+                          "later instruction reading them, or accumulating onto them, hits; an "
+                          "inner node given its parent's whole piece holds that instruction's "
+                          "whole output where its memory allows, and a later instruction reads "
+                          "any part of it there")
                   .defaults_to("true"),
               boolean_key("resident_partial_sums",
                           "a serial split along an accumulating reduce dim keeps each output tile "

@@ -203,10 +203,46 @@ InstructionPlan plan_for(const isa::OpDef& op, const isa::OpTable& ops,
   return std::move(*best);
 }
 
-}  // namespace
+// The plan with its whole output held in the static segment, where InstructionPlan::kept_out
+// says so.
+InstructionPlan with_kept_output(const isa::OpDef& op, const isa::Instruction& instr,
+                                 InstructionPlan plan, const NodeShape& node) {
+  // One piece's output stays whole in its sub-block anyway (held_outputs). An instruction of a
+  // run is a slice of its parent's piece: the parent's next piece is another slice, and what a
+  // later instruction reads of this one's output it reads through the parent.
+  if (!node.keep_whole_output || node.run || plan.pieces.size() < 2 || !plan.holds_output.empty() ||
+      !plan.finalize.empty())
+    return plan;
+  int out = -1;
+  for (size_t o = 0; o < op.operands.size(); ++o) {
+    if (op.operands[o].role != isa::OperandRole::out) continue;
+    if (out >= 0) return plan;
+    out = static_cast<int>(o);
+  }
+  if (out < 0 || isa::operand_is_read(op, instr, static_cast<size_t>(out))) return plan;
+  const isa::TensorRef& view = instr.operands[static_cast<size_t>(out)];
+  if (view.stored_bytes() == 0) return plan;
+  // Each piece's part must be one dense run of the whole's copy, as its own tile in a sub-block
+  // is: a strided part's byte span would cover its neighbours' and order pieces that do not
+  // depend on each other.
+  for (const isa::Instruction& piece : plan.pieces) {
+    const auto part = isa::view_within(view, piece.operands[static_cast<size_t>(out)], 0);
+    if (!part) return plan;
+    const auto span = part->byte_span();
+    if (span.second - span.first != part->stored_bytes()) return plan;
+  }
+  InstructionPlan kept = plan;
+  kept.kept_out = out;
+  kept.static_operands.push_back(out);
+  kept.requests.push_back(
+      StaticRequest{view, isa::align_up(view.stored_bytes(), isa::kTileAlign), StaticUse::output});
+  // It leaves room beside it for an instruction planned alike (LevelSpec::overlap runs the next
+  // one there while this one drains).
+  return 2 * memory_need(kept, node) <= node.capacity ? kept : plan;
+}
 
-InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
-                                 const isa::Instruction& instr, const NodeShape& node) {
+InstructionPlan plan_without_kept_output(const isa::OpDef& op, const isa::OpTable& ops,
+                                         const isa::Instruction& instr, const NodeShape& node) {
   if (!node.resident) return plan_for(op, ops, instr, node);
   if (node.run && node.model && node.model->policy() == isa::Policy::search &&
       !node.model->pinned_tile(node.level, instr))
@@ -222,6 +258,13 @@ InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
   NodeShape plain = node;
   plain.resident = false;
   return plan_for(op, ops, instr, plain);
+}
+
+}  // namespace
+
+InstructionPlan plan_instruction(const isa::OpDef& op, const isa::OpTable& ops,
+                                 const isa::Instruction& instr, const NodeShape& node) {
+  return with_kept_output(op, instr, plan_without_kept_output(op, ops, instr, node), node);
 }
 
 uint64_t root_subblock_bytes(const MachineSpec& spec, uint64_t reserved) {
@@ -318,6 +361,11 @@ std::vector<HeldOutput> held_outputs(const isa::OpDef& op, const InstructionPlan
                                      const SegmentLayout& layout, int depth, int first_subblock) {
   std::vector<HeldOutput> out;
   const size_t n = plan.pieces.size();
+  if (plan.kept_out >= 0) {
+    const size_t s = plan.requests.size() - 1;
+    out.push_back({plan.kept_out, plan.requests[s].view, layout.local[s], plan.requests[s].bytes});
+    return out;
+  }
   if (!plan.holds_output.empty()) {
     // The last piece of each group wrote its accumulator back.
     std::vector<std::pair<size_t, uint64_t>> ends;  // (piece, accumulator address)

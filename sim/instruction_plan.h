@@ -42,6 +42,9 @@ struct NodeShape {
   // The instruction is one of a run: the parent splits its own into several pieces, each
   // giving the node one (isa::CostModel::tiling_cycles's `in_run`; plan_instruction).
   bool run = false;
+  // An inner node that keeps its outputs (LevelSpec::keep_outputs): where the memory allows,
+  // the plan holds the whole output in the static segment (InstructionPlan::kept_out).
+  bool keep_whole_output = false;
 };
 
 // The machine as the decomposer's cost model sees it (isa/decompose/cost_model.h), with the
@@ -71,6 +74,14 @@ struct InstructionPlan {
   // starts.
   std::vector<uint8_t> holds_output;
   uint64_t accumulator_bytes = 0;
+  // The output operand held whole in the static segment (-1: none), its request the last
+  // (StaticUse::output): each piece writes its part there, in place, and writes it back from
+  // there; when the instruction ends the node keeps the whole output, so that a later
+  // instruction reading any part of it finds it (ResidentInput). Taken at an inner node that
+  // keeps its outputs (NodeShape::keep_whole_output) when the instruction has one output, which
+  // its pieces do not read or accumulate onto, and the plan's memory with the whole output
+  // beside it fits the local memory.
+  int kept_out = -1;
 };
 
 // With a tiling pinned for `instr` at the node's level (isa::CostModel::pinned_tile), the plan
@@ -96,7 +107,8 @@ std::vector<StaticRequest> translated_requests(const InstructionPlan& plan,
                                                const isa::Instruction& from,
                                                const isa::Instruction& to);
 
-// The outputs the node still holds when it has finished `plan`: the out tiles of the pieces whose
+// The outputs the node still holds when it has finished `plan`: its whole output when the plan
+// keeps it (InstructionPlan::kept_out); else the out tiles of the pieces whose
 // cyclic sub-block no later piece reuses (the last `depth`), as (view in the parent's memory,
 // local address, tile bytes), in piece order. Tiles lie as Node::make_piece packs them: the
 // non-static operands one after another from the sub-block's base, each aligned to kTileAlign;

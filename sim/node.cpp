@@ -180,7 +180,24 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, size_t index, int subblock, 
       isa::TensorRef local;
       auto it = std::find(plan_->static_operands.begin(), plan_->static_operands.end(),
                           static_cast<int>(o));
-      if (it != plan_->static_operands.end()) {
+      const ResidentInput* resident = nullptr;
+      for (const ResidentInput& r : layout_.resident)
+        if (r.operand == static_cast<int>(o)) resident = &r;
+      if (it != plan_->static_operands.end() && plan_->kept_out == static_cast<int>(o)) {
+        // The whole output held static: the piece writes its part there.
+        const size_t s = it - plan_->static_operands.begin();
+        const auto at = isa::view_within(plan_->requests[s].view, parent, layout_.local[s]);
+        FRACSIM_ASSERT(at, "{}: a piece's output outside the instruction's", name());
+        local = *at;
+      } else if (resident && isa::operand_is_read(op, part, o)) {
+        // Part of an output the node kept: read there, not loaded.
+        isa::TensorRef entry = resident->entry;
+        entry.address = pipe_->instr->operands[o].address - resident->offset;
+        const auto at = isa::view_within(entry, parent, resident->local);
+        FRACSIM_ASSERT(at, "{}: a piece's input outside the kept output it lies in", name());
+        local = *at;
+        count(*p, Counter::kept_read_bytes, local.stored_bytes());
+      } else if (it != plan_->static_operands.end()) {
         // Static: loaded with the first piece, unless the permutation table still holds it.
         const size_t s = it - plan_->static_operands.begin();
         local = parent.packed_at(layout_.local[s]);

@@ -355,6 +355,9 @@ class Node : public sc_core::sc_module {
   // loads, unit and write-backs take the same time wherever its tiles lie). Inner children
   // must match exactly, as their own children's tables are keyed by these addresses.
   bool alike_layouts(const SegmentLayout& a, const SegmentLayout& b) const;
+  // Whether the children keep whole outputs and read later inputs from them (an inner level
+  // with LevelSpec::keep_outputs: InstructionPlan::kept_out, ResidentInput).
+  bool below_keeps_whole_outputs() const;
   bool leaves_below() const { return level_ + 2 == static_cast<int>(ctx_.spec->levels.size()); }
   // The part of a child's layout that alike_layouts compares, for keys.
   void append_alike_layout(std::vector<int64_t>& key, const SegmentLayout& layout) const;

@@ -52,6 +52,7 @@ ChildRun child_run(const InstructionPlan& plan, const SegmentLayout& layout, int
   ChildRun r;
   for (size_t s = 0; s < plan.requests.size(); ++s)
     r.busy.emplace_back(layout.local[s], layout.local[s] + plan.requests[s].bytes);
+  for (const ResidentInput& k : layout.resident) r.busy.emplace_back(k.local, k.local + k.bytes);
   r.ring = layout.cyclic_base;
   r.ring_bytes = static_cast<uint64_t>(depth) * plan.subblock_bytes;
   r.busy.emplace_back(r.ring, r.ring + r.ring_bytes);
@@ -65,6 +66,41 @@ ChildRun child_run(const InstructionPlan& plan, const SegmentLayout& layout, int
     r.last_accumulator =
         (accumulator + static_cast<int>(std::count(h.begin(), h.end(), uint8_t{0})) - 1) % depth;
   return r;
+}
+
+// The inputs of a child's instruction that lie whole in an entry of its table (an output it
+// kept), each with a request appended to `requests` that holds the entry in place while the
+// instruction runs.
+std::vector<ResidentInput> resident_inputs(const isa::OpDef& op, const isa::Instruction& instr,
+                                           const InstructionPlan& plan,
+                                           const TensorPermutationTable& table,
+                                           std::vector<StaticRequest>& requests) {
+  std::vector<ResidentInput> found;
+  for (size_t o = 0; o < op.operands.size(); ++o) {
+    const isa::TensorRef& view = instr.operands[o];
+    if (op.operands[o].role != isa::OperandRole::in || view.stored_bytes() == 0 ||
+        !isa::operand_is_read(op, instr, o) ||
+        std::count(plan.static_operands.begin(), plan.static_operands.end(), static_cast<int>(o)) >
+            0)
+      continue;
+    if (const std::optional<ResidentView> e = table.containing(view)) {
+      found.push_back({static_cast<int>(o), e->view,
+                       static_cast<int64_t>(view.address) - static_cast<int64_t>(e->view.address),
+                       e->local, e->bytes});
+      requests.push_back({e->view, e->bytes, StaticUse::resident});
+    }
+  }
+  return found;
+}
+
+// The layout of the plan's own requests, and the resident inputs whose entries it kept.
+void settle_residents(SegmentLayout& layout, const InstructionPlan& plan,
+                      std::vector<ResidentInput> found) {
+  const size_t n = plan.requests.size();
+  for (size_t k = 0; k < found.size(); ++k)
+    if (layout.hit[n + k]) layout.resident.push_back(std::move(found[k]));
+  layout.local.resize(n);
+  layout.hit.resize(n);
 }
 
 void append_after(std::vector<int64_t>& key, const std::vector<After>& after) {
@@ -99,6 +135,12 @@ void append_layout(std::vector<int64_t>& key, const SegmentLayout& layout) {
   key.push_back(static_cast<int64_t>(layout.cyclic_base));
   for (uint64_t l : layout.local) key.push_back(static_cast<int64_t>(l));
   append_hits(key, layout);
+  for (const ResidentInput& r : layout.resident) {
+    key.insert(key.end(), {r.operand, r.offset, static_cast<int64_t>(r.local),
+                           static_cast<int64_t>(r.bytes), static_cast<int64_t>(r.entry.dtype)});
+    key.insert(key.end(), r.entry.shape.begin(), r.entry.shape.end());
+    key.insert(key.end(), r.entry.strides.begin(), r.entry.strides.end());
+  }
 }
 
 // The operand an instruction accumulates onto: its only output, when its pieces read it
@@ -166,7 +208,13 @@ NodeShape Node::child_shape(size_t child, bool run) const {
                    ctx_.model,
                    l,
                    ls.resident_partial_sums,
-                   run};
+                   run,
+                   ls.keep_outputs && !ls.is_leaf};
+}
+
+bool Node::below_keeps_whole_outputs() const {
+  const LevelSpec& below = ctx_.spec->levels[level_ + 1];
+  return below.keep_outputs && !below.is_leaf;
 }
 
 bool Node::alike_layouts(const SegmentLayout& a, const SegmentLayout& b) const {
@@ -195,7 +243,7 @@ std::vector<std::shared_ptr<const Broadcast>> Node::plan_broadcasts(
   for (const ChildClass& k : classes) {
     const isa::Instruction& first = instrs[k.members[0]];
     for (size_t s = 0; s < k.plan->requests.size(); ++s) {
-      if (k.layout.hit[s]) continue;
+      if (k.layout.hit[s] || k.plan->requests[s].use != StaticUse::load) continue;
       const int o = k.plan->static_operands[s];
       for (int m : k.members) {
         isa::TensorRef v = k.plan->requests[s].view;
@@ -363,9 +411,8 @@ void Node::dispatch(const Piece& p) {
   // A child that kept its tile for this piece: the accumulator its first group continues.
   std::vector<int> continued(instrs.size(), -1);
   const bool holding = held_tiles_.size() == instrs.size();
-  auto place = [&](size_t i, const std::vector<StaticRequest>& requests,
-                   const InstructionPlan& plan) {
-    TensorPermutationTable& table = tree.tpt(child[i]);
+  auto place_plain = [&](size_t i, const std::vector<StaticRequest>& requests,
+                         const InstructionPlan& plan, TensorPermutationTable& table) {
     const uint64_t cyclic = child_depth * plan.subblock_bytes;
     // It continues in the cyclic segment it left (the same size: holds_for).
     if (holding && held_tiles_[i]) {
@@ -386,6 +433,15 @@ void Node::dispatch(const Piece& p) {
         return *layout;
       }
     return table.place(requests, cyclic);
+  };
+  const bool residents = below_keeps_whole_outputs();
+  auto place = [&](size_t i, std::vector<StaticRequest> requests, const InstructionPlan& plan) {
+    TensorPermutationTable& table = tree.tpt(child[i]);
+    std::vector<ResidentInput> found;
+    if (residents) found = resident_inputs(op, instrs[i], plan, table, requests);
+    SegmentLayout layout = place_plain(i, requests, plan, table);
+    settle_residents(layout, plan, std::move(found));
+    return layout;
   };
   std::vector<SegmentLayout> layouts(instrs.size());
   if (!ctx_.fold) {
@@ -563,12 +619,18 @@ bool Node::dispatch_beside(const Piece& p) {
       const isa::OpDef& o_op = *d->piece->op;
       const std::vector<isa::Instruction>& o_instrs = d->piece->split.children;
       for (size_t i = 0; i < instrs.size() && i < o_instrs.size(); ++i) {
+        // Whether that instruction keeps its whole output (InstructionPlan::kept_out).
+        bool whole = false;
+        for (const ChildClass& k : d->classes)
+          if (std::count(k.members.begin(), k.members.end(), static_cast<int>(i)) > 0)
+            whole = k.plan->kept_out >= 0;
         uint64_t kept = 0, other = 0;
         for (const isa::TensorRef& r : local_reads(op, instrs[i])) {
           bool own = false;
           for (size_t k = 0; k < o_op.operands.size(); ++k)
-            own = own ||
-                  (o_op.operands[k].role == isa::OperandRole::out && o_instrs[i].operands[k] == r);
+            own = own || (o_op.operands[k].role == isa::OperandRole::out &&
+                          (o_instrs[i].operands[k] == r ||
+                           (whole && isa::view_within(o_instrs[i].operands[k], r, 0).has_value())));
           (own ? kept : other) += r.stored_bytes();
         }
         if (kept > 0 && kept >= other) return false;
@@ -596,7 +658,7 @@ bool Node::dispatch_beside(const Piece& p) {
     auto [it, fresh] = planned.try_emplace(keys[i], i);
     const size_t f = it->second;
     plan[i] = fresh ? child_plan(op, instrs[i], child[i], run) : plan[f];
-    const std::vector<StaticRequest> requests =
+    std::vector<StaticRequest> requests =
         fresh ? plan[i]->requests : translated_requests(*plan[f], instrs[f], instrs[i]);
     std::vector<std::pair<uint64_t, uint64_t>> busy;
     for (const auto& d : q.dispatches)
@@ -608,6 +670,9 @@ bool Node::dispatch_beside(const Piece& p) {
     if (cyclic == before.ring_bytes) ring = before.ring;
     saved.push_back(tree.tpt(child[i]));
     TensorPermutationTable& table = tree.tpt(child[i]);
+    std::vector<ResidentInput> found;
+    if (below_keeps_whole_outputs())
+      found = resident_inputs(op, instrs[i], *plan[i], table, requests);
     // Beside what the instructions still running hold, when it fits: nothing waits. Else as
     // a drained node would place it: the child's load then waits for the earlier pieces whose
     // memory it overwrites to write back (Node::ld_step).
@@ -618,6 +683,7 @@ bool Node::dispatch_beside(const Piece& p) {
       layout[i] = table.place(requests, cyclic);
       if (!(ring && layout[i].cyclic_base == *ring)) ring.reset();
     }
+    settle_residents(layout[i], *plan[i], std::move(found));
     if (ring) first[i] = static_cast<int>((before.first + before.pieces) % depth);
     accumulator[i] = first[i];
     // A child keeping its tile for this piece continues it in the same accumulator, in the same
@@ -747,7 +813,8 @@ void Node::dispatch_end(const Piece& p) {
         for (HeldOutput h : d.layouts[m] == k.layout ? held : own) {
           h.view.address +=
               instrs[m].operands[h.operand].address - first.operands[h.operand].address;
-          tree.tpt(tree.child(p.tree_node, m)).keep(h.view, h.local, h.bytes);
+          tree.tpt(tree.child(p.tree_node, m))
+              .keep(h.view, h.local, h.bytes, k.plan->kept_out >= 0);
         }
       }
     }

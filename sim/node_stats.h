@@ -30,6 +30,7 @@ enum class Counter : int {
   static_hit_bytes,         // bytes those hits did not load
   broadcast_bytes,          // received by a broadcast a sibling's load read from the parent
   resident_bytes,           // partial sums kept in local memory: not written back, not reloaded
+  kept_read_bytes,          // read from outputs the node kept whole, not loaded
   overlapped_pieces,        // pieces issued to the children while earlier ones still ran there
   rtl_matrix_instructions,  // leaf: instructions run on the Verilated matrix unit (backend rtl)
   rtl_vector_instructions,  // leaf: ... on the Verilated vector unit
@@ -66,6 +67,9 @@ constexpr std::array<CounterInfo, static_cast<size_t>(Counter::kCount)> kCounter
     {"resident_bytes", "bytes",
      "partial-sum bytes kept in local memory between serial reduce pieces: the write-backs "
      "and reloads they did not need"},
+    {"kept_read_bytes", "bytes",
+     "bytes the pieces read from an earlier instruction's output the node kept whole in its "
+     "memory (keep_outputs), instead of loading them"},
     {"overlapped_pieces", "pieces",
      "pieces whose children's instructions were issued while an earlier piece's still ran"},
     {"rtl_matrix_instructions", "instructions",

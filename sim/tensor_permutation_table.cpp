@@ -29,7 +29,7 @@ struct Digest {
 
 TensorPermutationTable::Entry TensorPermutationTable::make_entry(const isa::TensorRef& view,
                                                                  uint64_t local, uint64_t bytes,
-                                                                 uint64_t last_use) {
+                                                                 uint64_t last_use, bool whole) {
   const auto span = view.byte_span();
   Digest d;
   d.add(view.address);
@@ -38,7 +38,8 @@ TensorPermutationTable::Entry TensorPermutationTable::make_entry(const isa::Tens
   for (int64_t s : view.strides) d.add(static_cast<uint64_t>(s));
   d.add(local);
   d.add(bytes);
-  return Entry{view, span.first, span.second, local, bytes, last_use, d.h};
+  d.add(whole ? 1 : 0);
+  return Entry{view, span.first, span.second, local, bytes, last_use, whole, d.h};
 }
 
 void TensorPermutationTable::insert_by_local(std::vector<Entry>& table, Entry e) {
@@ -192,12 +193,14 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
     std::vector<bool> pinned(table.size(), false);
     std::vector<size_t> misses;
     for (size_t u = 0; u < uniq.size(); ++u) {
-      for (size_t e = 0; e < table.size(); ++e)
-        if (table[e].view == requests[uniq[u]].view) {
-          hit_entry[u] = static_cast<int>(e);
-          pinned[e] = true;
-        }
-      if (hit_entry[u] < 0) misses.push_back(u);
+      const StaticUse use = requests[uniq[u]].use;
+      if (use != StaticUse::output)
+        for (size_t e = 0; e < table.size(); ++e)
+          if (table[e].view == requests[uniq[u]].view) {
+            hit_entry[u] = static_cast<int>(e);
+            pinned[e] = true;
+          }
+      if (hit_entry[u] < 0 && use != StaticUse::resident) misses.push_back(u);
     }
     // Larger tiles first (then request order), so they take the ends.
     std::stable_sort(misses.begin(), misses.end(), [&](size_t a, size_t b) {
@@ -216,16 +219,21 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
           hit[u] = true;
         }
       table.reserve(table.size() + misses.size());
+      bool inserted = false;
       for (size_t m = 0; m < misses.size(); ++m) {
         const StaticRequest& rq = requests[uniq[misses[m]]];
-        insert_by_local(table, make_entry(rq.view, miss_local[m], rq.bytes, 0));
+        if (rq.use == StaticUse::load) {
+          insert_by_local(table, make_entry(rq.view, miss_local[m], rq.bytes, 0));
+          inserted = true;
+        }
         local[misses[m]] = miss_local[m];
       }
       // Uses in request order: the later a request, the more recently used.
       for (size_t u = 0; u < uniq.size(); ++u)
-        for (Entry& e : table)
-          if (e.view == requests[uniq[u]].view) e.last_use = ++clock_;
-      if (misses.empty() && !evicted) unchanged();
+        if (requests[uniq[u]].use != StaticUse::output)
+          for (Entry& e : table)
+            if (e.view == requests[uniq[u]].view) e.last_use = ++clock_;
+      if (!inserted && !evicted) unchanged();
       SegmentLayout out;
       out.cyclic_base = cyclic_base;
       out.local.reserve(requests.size());
@@ -254,6 +262,14 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
   }
 }
 
+std::optional<ResidentView> TensorPermutationTable::containing(const isa::TensorRef& view) const {
+  if (!entries_) return std::nullopt;
+  for (const Entry& e : *entries_)
+    if (e.whole && isa::view_within(e.view, view, e.local))
+      return ResidentView{e.view, e.local, e.bytes};
+  return std::nullopt;
+}
+
 std::optional<uint64_t> TensorPermutationTable::lookup(const isa::TensorRef& view) const {
   if (!entries_) return std::nullopt;
   for (const Entry& e : *entries_)
@@ -273,8 +289,9 @@ bool TensorPermutationTable::is_free(uint64_t begin, uint64_t end) const {
   return true;
 }
 
-void TensorPermutationTable::keep(const isa::TensorRef& view, uint64_t local, uint64_t bytes) {
-  Entry kept = make_entry(view, local, bytes, ++clock_);
+void TensorPermutationTable::keep(const isa::TensorRef& view, uint64_t local, uint64_t bytes,
+                                  bool whole) {
+  Entry kept = make_entry(view, local, bytes, ++clock_, whole);
   std::vector<Entry>& all = entries();
   all.erase(std::remove_if(all.begin(), all.end(),
                            [&](const Entry& e) {
@@ -333,7 +350,8 @@ bool TensorPermutationTable::same_contents(const TensorPermutationTable& o) cons
   const std::vector<Entry>& a = *entries_;
   const std::vector<Entry>& b = *o.entries_;
   for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].local != b[i].local || a[i].bytes != b[i].bytes || a[i].view != b[i].view)
+    if (a[i].local != b[i].local || a[i].bytes != b[i].bytes || a[i].view != b[i].view ||
+        a[i].whole != b[i].whole)
       return false;
   for (size_t i = 0; i < a.size(); ++i)
     for (size_t j = i + 1; j < a.size(); ++j)

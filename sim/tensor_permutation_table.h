@@ -30,10 +30,42 @@
 
 namespace fracsim::sim {
 
+// What a static request asks of the table.
+enum class StaticUse : uint8_t {
+  load,      // an input: found resident (a hit) or given room and loaded
+  output,    // the instruction's whole output: room only, no entry until it is kept (keep())
+  resident,  // an entry already held (containing()), kept in place for the instruction: a hit,
+             // or, when it had to be evicted after all, a miss given no room
+};
+
 // One operand the current instruction keeps in the static segment.
 struct StaticRequest {
   isa::TensorRef view;  // in the parent's memory
   uint64_t bytes = 0;   // its dense tile (a multiple of isa::kTileAlign)
+  StaticUse use = StaticUse::load;
+};
+
+// An entry of the table: a view of the parent's memory and its dense copy here.
+struct ResidentView {
+  isa::TensorRef view;
+  uint64_t local = 0, bytes = 0;
+};
+
+// An input of the instruction that lies whole in an entry of the table (an output the node
+// kept): its pieces read it there, none loads it.
+struct ResidentInput {
+  int operand = 0;
+  isa::TensorRef entry;  // the entry's view in the parent's memory
+  // The operand's address minus the entry's: what places the operand in it, the same for
+  // instructions that differ only by addresses (a fold class's members).
+  int64_t offset = 0;
+  uint64_t local = 0, bytes = 0;  // the entry's dense copy
+
+  bool operator==(const ResidentInput& o) const {
+    return operand == o.operand && offset == o.offset && local == o.local && bytes == o.bytes &&
+           entry.dtype == o.entry.dtype && entry.shape == o.entry.shape &&
+           entry.strides == o.entry.strides;
+  }
 };
 
 struct SegmentLayout {
@@ -43,9 +75,11 @@ struct SegmentLayout {
   // The output tile the first piece accumulates onto is the node's own kept output, already at
   // the start of the cyclic segment (its first accumulator): not loaded again.
   bool out_hit = false;
+  std::vector<ResidentInput> resident;  // in operand order
 
   bool operator==(const SegmentLayout& o) const {
-    return cyclic_base == o.cyclic_base && local == o.local && hit == o.hit && out_hit == o.out_hit;
+    return cyclic_base == o.cyclic_base && local == o.local && hit == o.hit &&
+           out_hit == o.out_hit && resident == o.resident;
   }
 };
 
@@ -71,13 +105,18 @@ class TensorPermutationTable {
   // The local address of `view` when resident (does not count as a use).
   std::optional<uint64_t> lookup(const isa::TensorRef& view) const;
 
+  // The first whole output kept (keep()'s `whole`, in local order) that holds every element of
+  // `view` (isa::view_within).
+  std::optional<ResidentView> containing(const isa::TensorRef& view) const;
+
   // Whether [begin, end) lies in the memory and holds no entry.
   bool is_free(uint64_t begin, uint64_t end) const;
 
   // Records that `view` (in the parent's memory) is resident at `local` in `bytes` bytes: an
-  // output the node has just written back and still holds. Entries it makes stale (the same
-  // parent bytes, or the same local bytes) are dropped first.
-  void keep(const isa::TensorRef& view, uint64_t local, uint64_t bytes);
+  // output the node has just written back and still holds; `whole`: an instruction's whole
+  // output (InstructionPlan::kept_out), whose parts later instructions read (containing()).
+  // Entries it makes stale (the same parent bytes, or the same local bytes) are dropped first.
+  void keep(const isa::TensorRef& view, uint64_t local, uint64_t bytes, bool whole = false);
 
   // Drops every entry whose span in the parent memory overlaps [begin, end); returns how many.
   int invalidate(uint64_t begin, uint64_t end);
@@ -100,10 +139,11 @@ class TensorPermutationTable {
     uint64_t span_begin = 0, span_end = 0;  // the view's bytes in the parent memory
     uint64_t local = 0, bytes = 0;
     uint64_t last_use = 0;
-    uint64_t digest = 0;  // of the view, its place and size: digest()'s term for the entry
+    bool whole = false;   // keep()'s
+    uint64_t digest = 0;  // of the view, its place, size and kind: digest()'s term for the entry
   };
   static Entry make_entry(const isa::TensorRef& view, uint64_t local, uint64_t bytes,
-                          uint64_t last_use);
+                          uint64_t last_use, bool whole = false);
   // Tries to place the misses and the cyclic range around the current entries and the busy
   // ranges (the cyclic range at `ring` when given).
   bool try_place(const std::vector<uint64_t>& miss_bytes, uint64_t cyclic_bytes,

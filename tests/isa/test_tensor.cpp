@@ -90,3 +90,38 @@ TEST_CASE("views_overlap: past its budget of steps it answers that the views mee
   // 3^17 paths exceed the 65,536 steps: taken to meet, as their spans do.
   CHECK(views_overlap(strided(0, 17), strided(4, 17)));
 }
+
+TEST_CASE("view_within: a part of a view, placed in the whole's dense copy") {
+  // The whole: images 2..5 of an f32 [8,3,4,4] tensor (strides 48,16,4,1) at 0x100, as
+  // [4,3,4,4]; its dense copy has strides 48,16,4,1 too, here at local 0x4000.
+  const TensorRef whole{0x100 + 2 * 48 * 4, DType::f32, {4, 3, 4, 4}, {48, 16, 4, 1}};
+  // Image 3, channels 1..2, every other row and column from (1, 0): offset 3*48 + 1*16 + 1*4
+  // = 164 elements from image 0 of the tensor, 164 - 96 = 68 from the whole's first element.
+  const TensorRef part{0x100 + (3 * 48 + 16 + 4) * 4, DType::f32, {1, 2, 2, 2}, {48, 16, 8, 2}};
+  const auto at = view_within(whole, part, 0x4000);
+  REQUIRE(at);
+  CHECK(at->address == 0x4000 + (1 * 48 + 1 * 16 + 1 * 4) * 4);
+  CHECK(at->shape == Shape{1, 2, 2, 2});
+  CHECK(at->strides == Shape{48, 16, 8, 2});
+  // A whole with a gap (a channel slice of the tensor) packs densely: its copy's strides differ.
+  const TensorRef slice{0x100 + 16 * 4, DType::f32, {8, 2, 4, 4}, {48, 16, 4, 1}};  // channels 1-2
+  const TensorRef row{
+      0x100 + (5 * 48 + 2 * 16 + 3 * 4) * 4, DType::f32, {1, 1, 1, 4}, {48, 16, 4, 1}};
+  const auto in_slice = view_within(slice, row, 0);
+  REQUIRE(in_slice);
+  CHECK(in_slice->address == (5 * 32 + 1 * 16 + 3 * 4) * 4);
+  CHECK(in_slice->strides == Shape{32, 16, 4, 1});
+  // Not within: an element past the whole (image 6), channel 0 outside the slice, another
+  // dtype, a stride that is no multiple of the whole's, an address between elements.
+  CHECK_FALSE(view_within(
+      whole, TensorRef{0x100 + 6 * 48 * 4, DType::f32, {1, 1, 1, 1}, {48, 16, 4, 1}}, 0));
+  CHECK_FALSE(view_within(slice, TensorRef{0x100, DType::f32, {1, 1, 1, 1}, {48, 16, 4, 1}}, 0));
+  CHECK_FALSE(view_within(whole, TensorRef{part.address, DType::i32, part.shape, part.strides}, 0));
+  CHECK_FALSE(
+      view_within(whole, TensorRef{part.address, DType::f32, {1, 1, 2, 1}, {48, 16, 6, 1}}, 0));
+  CHECK_FALSE(
+      view_within(whole, TensorRef{part.address + 2, DType::f32, {1, 1, 1, 1}, {48, 16, 4, 1}}, 0));
+  // A whole whose strides alias (rows overlapping by one element) names no single place.
+  CHECK_FALSE(view_within(TensorRef{0, DType::f32, {4, 4}, {3, 1}},
+                          TensorRef{12, DType::f32, {1, 1}, {3, 1}}, 0));
+}

@@ -654,3 +654,74 @@ TEST_CASE(
     if (mode == Mode::functional) CHECK(r.memory == isa::run_reference(p, isa::OpTable::builtin()));
   }
 }
+
+TEST_CASE("a node keeps an instruction's whole output, and the next reads its parts from there") {
+  // t = a x b, then out = t x c (a, t, out [8,4]; b, c [4,4]; f32) on root -> mid -> core,
+  // links 16 GB/s with 10 ns latency, one sub-block per node, no overlap or prefetch, the mid's
+  // tiling pinned to two pieces of four rows (each part of t one dense run of 64 B). The core
+  // (keeping no outputs) runs each job as one piece, every input static: LD 10 + B / 16, EX
+  // 4 x 1 x 1 + 7 = 11, WB of its 64 B 10 + 4 = 14; so does the mid. Both instructions alike:
+  //   instruction 1: root ID 0 -> 1; mid piece 0: ID 1 -> 2, LD a rows + b 128 B 2 -> 20; core
+  //   ID 20 -> 21, LD 21 -> 39, EX 39 -> 50, WB 50 -> 64; mid WB 64 -> 78. Piece 1 (after the
+  //   write-back: one sub-block): ID 78 -> 79, LD its rows 79 -> 93; core ID 93 -> 94, LD its
+  //   rows (b hits) 94 -> 108, EX 108 -> 119, WB 119 -> 133; mid WB 133 -> 147.
+  //   instruction 2 reads t: the root issues it when instruction 1 has ended, 147.
+  //   keep_outputs on: the mid held t whole (its pieces wrote there) and kept it; piece 0 loads
+  //   c only (64 B) 148 -> 162; core ID 162 -> 163, LD its rows of t and c 163 -> 181, EX 181
+  //   -> 192, WB 192 -> 206; mid WB 206 -> 220; piece 1 ID 220 -> 221 loads nothing; core ID
+  //   221 -> 222, LD its rows (c hits) 222 -> 236, EX 236 -> 247, WB 247 -> 261; mid WB 261 ->
+  //   275.                                                                          275 cycles
+  //   keep_outputs off: piece 0 loads its rows of t and c, 148 -> 166; core 167 -> 210; mid WB
+  //   210 -> 224; piece 1 ID 224 -> 225, LD its rows 225 -> 239, core 240 -> 279, mid WB 279 ->
+  //   293.                                                                          293 cycles
+  const auto machine = [](const char* keep) {
+    return fmt::format(
+        "machine: two\ndecomposer: halving\nroot:\n  clock: 1 GHz\n  lfu_throughput: 1\n"
+        "  memory: {{capacity: 1 MiB, bandwidth: 64 GB/s}}\nlevels:\n  - name: mid\n"
+        "    fanout: 1\n    lfu_throughput: 1\n    pipeline_depth: 1\n"
+        "    memory: {{capacity: 16 KiB, bandwidth: 64 GB/s}}\n"
+        "    link: {{bandwidth: 16 GB/s, latency: 10 ns}}\n    keep_outputs: {}\n"
+        "    overlap: false\n    prefetch: false\n  - name: core\n    fanout: 1\n"
+        "    pipeline_depth: 1\n    memory: {{capacity: 2112 B, bandwidth: 64 GB/s}}\n"
+        "    link: {{bandwidth: 16 GB/s, latency: 10 ns}}\n    keep_outputs: false\n"
+        "    overlap: false\n    prefetch: false\n"
+        "    leaf:\n      matrix: {{rows: 4, cols: 4}}\n      vector: {{lanes: 8}}\n",
+        keep);
+  };
+  const isa::Program p = isa::assemble(
+      ".program chain\n.footprint 20480\n"
+      ".data random 0x0 f32 32 seed=1 lo=-1 hi=1\n"
+      ".data random 0x1000 f32 16 seed=2 lo=-1 hi=1\n"
+      ".data random 0x3000 f32 16 seed=3 lo=-1 hi=1\n"
+      ".symbol output out f32@0x4000[1,8,4:32,4,1]\n"
+      "matmul a=f32@0x0[1,8,4:32,4,1] b=f32@0x1000[1,4,4:16,4,1] "
+      "out=f32@0x2000[1,8,4:32,4,1] accumulate=0\n"
+      "matmul a=f32@0x2000[1,8,4:32,4,1] b=f32@0x3000[1,4,4:16,4,1] "
+      "out=f32@0x4000[1,8,4:32,4,1] accumulate=0\n",
+      "chain.fasm", isa::OpTable::builtin());
+  SimOptions o;
+  isa::PinnedDecision pin;
+  pin.level = 0;
+  pin.instruction = isa::shape_key(p.instructions[0]);
+  pin.tile = {1, 4, 4, 4};  // B, M, N, K
+  o.pin = pin;
+  for (Mode mode : {Mode::timing, Mode::functional}) {
+    CAPTURE(mode == Mode::timing);
+    const RunResult on = simulate(parse_machine_spec(machine("true"), "two.yaml"),
+                                  isa::OpTable::builtin(), p, mode, o);
+    CHECK(on.cycles == 275);
+    CHECK(counter(on, 1, Counter::pieces) == 4);
+    CHECK(counter(on, 1, Counter::load_bytes) == 128 + 64 + 64);
+    CHECK(counter(on, 1, Counter::kept_read_bytes) == 2 * 64);
+    CHECK(counter(on, 1, Counter::store_bytes) == 4 * 64);
+    const RunResult off = simulate(parse_machine_spec(machine("false"), "two.yaml"),
+                                   isa::OpTable::builtin(), p, mode, o);
+    CHECK(off.cycles == 293);
+    CHECK(counter(off, 1, Counter::load_bytes) == 2 * (128 + 64));
+    CHECK(counter(off, 1, Counter::kept_read_bytes) == 0);
+    if (mode == Mode::functional) {
+      CHECK(on.memory == isa::run_reference(p, isa::OpTable::builtin()));
+      CHECK(off.memory == on.memory);
+    }
+  }
+}

@@ -80,6 +80,45 @@ TEST_CASE("a pinned hit is given up only when nothing else can make room") {
   CHECK_THROWS_AS(tpt.place({request(0x2000, 64)}, 1024), InternalError);
 }
 
+TEST_CASE("a whole output gets room but no entry until it is kept, and then holds its parts") {
+  TensorPermutationTable tpt(1024);
+  StaticRequest out = request(0x4000, 64);  // 256 B
+  out.use = StaticUse::output;
+  // Room at the low end, like any static tile, but nothing in the table yet: a lookup of the
+  // view (a later instruction's input) must not find bytes not yet written.
+  SegmentLayout l = tpt.place({request(0x1000, 32), out}, 512);
+  CHECK(l.local == std::vector<uint64_t>{1024 - 128, 0});
+  CHECK(l.hit == std::vector<bool>{false, false});
+  CHECK(l.cyclic_base == 256);
+  CHECK(tpt.size() == 1);
+  CHECK(!tpt.lookup(out.view));
+  CHECK(!tpt.containing(request(0x4040, 16).view));
+  // Kept when the instruction ends: its parts are found in it, at their offsets.
+  tpt.keep(out.view, 0, 256, true);
+  const auto in = tpt.containing(request(0x4040, 16).view);
+  REQUIRE(in);
+  CHECK(in->view == out.view);
+  CHECK(in->local == 0);
+  CHECK(in->bytes == 256);
+  CHECK(!tpt.containing(request(0x40c0, 32).view));  // runs 64 B past its end
+  CHECK(!tpt.containing(request(0x1000, 16).view));  // in a static input's tile: not an output
+  // Held in place for an instruction reading a part (a resident request): a hit, pinned, so
+  // the 768 B of cyclic segment evict the other entry, not it.
+  StaticRequest held{in->view, in->bytes, StaticUse::resident};
+  l = tpt.place({held}, 768);
+  CHECK(l.hit == std::vector<bool>{true});
+  CHECK(l.local == std::vector<uint64_t>{0});
+  CHECK(l.cyclic_base == 256);
+  CHECK(tpt.lookup(out.view) == std::optional<uint64_t>(0));
+  CHECK(!tpt.lookup(request(0x1000, 32).view));
+  // Evicted after all (the cyclic segment needs the whole memory), it is a miss given no room
+  // and no entry: its readers load their parts instead.
+  l = tpt.place({held}, 1024);
+  CHECK(l.hit == std::vector<bool>{false});
+  CHECK(l.cyclic_base == 0);
+  CHECK(tpt.size() == 0);
+}
+
 TEST_CASE("a write to an overlapping span of the parent memory invalidates") {
   TensorPermutationTable tpt(4096);
   tpt.place({request(0x1000, 64), request(0x2000, 64)},
