@@ -453,6 +453,17 @@ TEST_CASE("a program larger than the main memory is refused with both sizes") {
 
 namespace {
 
+// Options that pin the tiling of the program's first instruction's shape at level 0 (the mid).
+SimOptions mid_tiling(const isa::Program& p, std::vector<int64_t> tile) {
+  SimOptions o;
+  isa::PinnedDecision pin;
+  pin.level = 0;
+  pin.instruction = isa::shape_key(p.instructions[0]);
+  pin.tile = std::move(tile);
+  o.pin = pin;
+  return o;
+}
+
 // The machine of the held-partial-sums cases: root -> mid -> core, links 16 GB/s with 10 ns
 // latency, a 4x4 array; `mid` and `core` are the two levels' own keys (each line indented as
 // a level's), the core's hold_partial_sums `hold`.
@@ -634,12 +645,7 @@ TEST_CASE(
       "matmul a=f32@0x0[1,32,2:64,2,1] b=f32@0x1000[1,2,16:32,16,1] "
       "out=f32@0x2000[1,32,16:512,16,1] accumulate=0\n",
       "mm.fasm", isa::OpTable::builtin());
-  SimOptions o;
-  isa::PinnedDecision pin;
-  pin.level = 0;
-  pin.instruction = isa::shape_key(p.instructions[0]);
-  pin.tile = {1, 16, 16, 1};  // B, M, N, K
-  o.pin = pin;
+  const SimOptions o = mid_tiling(p, {1, 16, 16, 1});  // B, M, N, K
   for (Mode mode : {Mode::timing, Mode::functional}) {
     CAPTURE(mode == Mode::timing);
     const RunResult r =
@@ -699,12 +705,7 @@ TEST_CASE("a node keeps an instruction's whole output, and the next reads its pa
       "matmul a=f32@0x2000[1,8,4:32,4,1] b=f32@0x3000[1,4,4:16,4,1] "
       "out=f32@0x4000[1,8,4:32,4,1] accumulate=0\n",
       "chain.fasm", isa::OpTable::builtin());
-  SimOptions o;
-  isa::PinnedDecision pin;
-  pin.level = 0;
-  pin.instruction = isa::shape_key(p.instructions[0]);
-  pin.tile = {1, 4, 4, 4};  // B, M, N, K
-  o.pin = pin;
+  const SimOptions o = mid_tiling(p, {1, 4, 4, 4});  // B, M, N, K: two pieces of four rows
   for (Mode mode : {Mode::timing, Mode::functional}) {
     CAPTURE(mode == Mode::timing);
     const RunResult on = simulate(parse_machine_spec(machine("true"), "two.yaml"),
