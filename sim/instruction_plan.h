@@ -78,9 +78,11 @@ struct InstructionPlan {
   // (StaticUse::output): each piece writes its part there, in place, and writes it back from
   // there; when the instruction ends the node keeps the whole output, so that a later
   // instruction reading any part of it finds it (ResidentInput). Taken at an inner node that
-  // keeps its outputs (NodeShape::keep_whole_output) when the instruction has one output, which
-  // its pieces do not read or accumulate onto, and the plan's memory with the whole output
-  // beside it fits the local memory.
+  // keeps its outputs (NodeShape::keep_whole_output) and was given its parent's whole piece
+  // (not NodeShape::run) when the plan has several pieces, the instruction one output, which
+  // its pieces do not read or accumulate onto, each piece's part is one dense run of the
+  // whole, and the plan with the whole output fits in half the local memory (the next
+  // instruction goes beside it).
   int kept_out = -1;
 };
 
