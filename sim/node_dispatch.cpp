@@ -209,7 +209,7 @@ NodeShape Node::child_shape(size_t child, bool run) const {
                    l,
                    ls.resident_partial_sums,
                    run,
-                   ls.keep_outputs && !ls.is_leaf};
+                   below_keeps_whole_outputs()};
 }
 
 bool Node::below_keeps_whole_outputs() const {

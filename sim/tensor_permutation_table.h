@@ -55,7 +55,9 @@ struct ResidentView {
 // kept): its pieces read it there, none loads it.
 struct ResidentInput {
   int operand = 0;
-  isa::TensorRef entry;  // the entry's view in the parent's memory
+  // The entry's view in the parent's memory; a node reading it places it by `offset` from its
+  // own operand (Node::make_piece), not by this address, which is its class's first member's.
+  isa::TensorRef entry;
   // The operand's address minus the entry's: what places the operand in it, the same for
   // instructions that differ only by addresses (a fold class's members).
   int64_t offset = 0;
