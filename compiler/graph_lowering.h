@@ -164,6 +164,12 @@ class GraphLowering {
   View input_rows(const std::string& layer, const View& x, int64_t axis);
   // Concat by layout: chooses which producers write straight into their slice of a concat.
   void plan_concat_slices();
+  // With fuse: a batched matmul whose output is read only by a transpose that a reshape alone
+  // reads, and that the reshape would copy, writes its output in the transposed layout.
+  void plan_permuted_outputs();
+  // `v` under another shape with the same elements in row-major order, as a strided view of the
+  // same bytes, when its strides allow that (numpy's reshape without a copy); false otherwise.
+  static bool reshaped_view(const View& v, const isa::Shape& shape, View& out);
   int concat_buffer(const std::string& concat);
 
   std::vector<TensorLifetime> lifetimes() const;
@@ -177,6 +183,8 @@ class GraphLowering {
   // A producer whose output is a slice of a concat's buffer: the concat and the offset in it.
   std::map<std::string, std::pair<std::string, int64_t>> slices_;
   std::map<std::string, int> concat_buffers_;  // concat layer -> its buffer, made on first use
+  // A producer that writes its output transposed (plan_permuted_outputs): the transpose's perm.
+  std::map<std::string, std::vector<int64_t>> permuted_outputs_;
   std::vector<PendingInstruction> pending_;
   int64_t next_seed_slot_ = 0;
   std::map<std::string, FusedChain> chains_;  // by the name of the chain's tail

@@ -10,7 +10,9 @@
 //   extension ops over [prod(leading), last]; a softmax fusion divided (layer_fusion.h):
 //   softmax_scaled, or with a mask softmax_scaled_masked over [B, M, N] and the mask [M, N].
 // - flatten/reshape: a new shape over the same bytes (a strided input is made contiguous by one
-//   copy first); transpose: permuted shape and strides, no instruction.
+//   copy first, unless fuse is on and its strides allow the shape); transpose: permuted shape
+//   and strides, no instruction. With fuse, a batched matmul read only through a transpose and
+//   a reshape that would copy writes its output in the transposed layout instead.
 // - concat: by layout where the slices are contiguous (every dim before the axis of extent 1,
 //   as channels at batch 1): a layer output read by the concat is written straight into its
 //   slice of the concat's buffer (the first concat that reads it); every other input (a workload
@@ -307,9 +309,47 @@ View GraphLowering::flat_rows(const View& v, const Layer& l) {
   return reshaped(v, {m, isa::num_elements(v.shape) / m});
 }
 
+bool GraphLowering::reshaped_view(const View& v, const isa::Shape& shape, View& out) {
+  if (isa::num_elements(v.shape) != isa::num_elements(shape) || isa::num_elements(shape) == 0)
+    return false;
+  // The dims of extent > 1; runs of them that multiply to one run of the new dims must be one
+  // strided block, whose stride the new dims then split.
+  isa::Shape od, os;
+  for (size_t i = 0; i < v.shape.size(); ++i)
+    if (v.shape[i] != 1) {
+      od.push_back(v.shape[i]);
+      os.push_back(v.strides[i]);
+    }
+  out = View{v.buffer, shape, isa::Shape(shape.size(), 0), v.offset};
+  size_t oi = 0, ni = 0;
+  while (oi < od.size() && ni < shape.size()) {
+    size_t oj = oi + 1, nj = ni + 1;
+    int64_t op = od[oi], np = shape[ni];
+    while (np != op) {
+      if (np < op)
+        np *= shape[nj++];
+      else
+        op *= od[oj++];
+    }
+    for (size_t k = oi; k + 1 < oj; ++k)
+      if (os[k] != od[k + 1] * os[k + 1]) return false;
+    out.strides[nj - 1] = os[oj - 1];
+    for (size_t k = nj - 1; k > ni; --k) out.strides[k - 1] = out.strides[k] * shape[k];
+    oi = oj;
+    ni = nj;
+  }
+  return true;
+}
+
 void GraphLowering::lower_view(const Layer& l) {
   if (l.kind != LayerKind::transpose) {
-    tensors_[l.name] = reshaped(dense(l.inputs[0]), l.output.shape);
+    // With fuse, a strided input whose strides allow the new shape is re-viewed, not copied
+    // (a workload output still gets its own dense bytes).
+    View v;
+    if (!w_.fuse || w_.is_output(l.name) || tensors_.at(l.inputs[0]).contiguous() ||
+        !reshaped_view(tensors_.at(l.inputs[0]), l.output.shape, v))
+      v = reshaped(dense(l.inputs[0]), l.output.shape);
+    tensors_[l.name] = v;
     return;
   }
   View x = tensors_.at(l.inputs[0]);
@@ -319,6 +359,35 @@ void GraphLowering::lower_view(const Layer& l) {
     t.strides[i] = x.strides[l.perm[i]];
   }
   tensors_[l.name] = t;
+}
+
+void GraphLowering::plan_permuted_outputs() {
+  if (!w_.fuse) return;
+  std::map<std::string, std::vector<const Layer*>> readers;
+  for (const Layer& l : w_.layers)
+    for (const std::string& in : l.inputs) readers[in].push_back(&l);
+  auto sole_reader = [&](const std::string& name) -> const Layer* {
+    auto r = readers.find(name);
+    return r == readers.end() || r->second.size() != 1 || w_.is_output(name) ? nullptr
+                                                                             : r->second[0];
+  };
+  for (const Layer& p : w_.layers) {
+    // lower_batched_matmul's products: both operands of rank 2 or more, not both of rank 2.
+    if (p.kind != LayerKind::matmul || chains_.count(p.name) || fused_away_.count(p.name) ||
+        slices_.count(p.name) || !p.more_outputs.empty())
+      continue;
+    const size_t ra = w_.tensor(p.inputs[0]).shape.size(), rb = w_.tensor(p.inputs[1]).shape.size();
+    if (ra < 2 || rb < 2 || (ra == 2 && rb == 2)) continue;
+    const Layer* t = sole_reader(p.name);
+    if (!t || t->kind != LayerKind::transpose) continue;
+    const Layer* r = sole_reader(t->name);
+    if (!r || (r->kind != LayerKind::reshape && r->kind != LayerKind::flatten)) continue;
+    // Only where the reshape would copy the transposed view.
+    const isa::Shape& s = p.output.shape;
+    View seen = permuted(View{0, s, isa::contiguous_strides(s), 0}, t->perm), unused;
+    if (seen.contiguous() || reshaped_view(seen, r->output.shape, unused)) continue;
+    permuted_outputs_[p.name] = t->perm;
+  }
 }
 
 void GraphLowering::plan_concat_slices() {

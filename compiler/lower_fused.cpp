@@ -256,14 +256,18 @@ void GraphLowering::lower_fused(const FusedChain& c) {
     const int64_t ci = x.shape[1] / h.groups, f = h.filters;
     int weight = -1, bias = -1;
     const View* bias_view = nullptr;
+    View wsrc;
     if (h.inputs.size() > 1) {
-      weight = tensors_.at(h.inputs[1]).buffer;
+      // A view of a weight (a reshape) as its dense bytes; a folded weight is a graph input.
+      wsrc = dense(h.inputs[1]);
+      weight = wsrc.buffer;
       if (h.inputs.size() > 2) bias_view = &tensors_.at(h.inputs[2]);
     } else {
       const double range = 1.0 / std::sqrt(static_cast<double>(ci * isa::num_elements(h.kernel)));
       isa::Shape ws = {f, ci};
       ws.insert(ws.end(), h.kernel.begin(), h.kernel.end());
       weight = add_weight(h, "weight", ws, -range, range);
+      wsrc = whole(weight);
       if (h.bias) bias = add_weight(h, "bias", {f}, -range, range);
     }
     if (c.batchnorm) {
@@ -281,7 +285,7 @@ void GraphLowering::lower_fused(const FusedChain& c) {
     }
     if (bias < 0 && !bias_view && w_.fuse) bias = zero_bias(f);
     const View y = output_of(*c.tail);
-    emit_conv(h, x, whole(weight), bias, bias_view, y, w_.fuse ? &e : nullptr);
+    emit_conv(h, x, wsrc, bias, bias_view, y, w_.fuse ? &e : nullptr);
     return;
   }
   // The matmuls: a [M, K] x b [K, N] (+ bias [N]) as one batch of the epilogue op.

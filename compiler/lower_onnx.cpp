@@ -217,7 +217,8 @@ void GraphLowering::lower_batched_matmul(const Layer& l) {
     return s;
   };
   View av = broadcast_to(a, with(m, k)), bv = broadcast_to(b, with(k, n));
-  View yv = reshaped(y, with(m, n));
+  // A permuted output (plan_permuted_outputs) already has this shape.
+  View yv = y.shape == with(m, n) ? y : reshaped(y, with(m, n));
   // A last batch dim along which b is broadcast (stride 0), and along which a and the output
   // step over whole blocks of M rows, is more rows of one product: fold it into M, so that
   // the leaves see batch x M rows instead of a product of M rows per batch index (a

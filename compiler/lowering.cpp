@@ -32,6 +32,7 @@ Compilation GraphLowering::run() {
   }
   plan_concat_slices();
   plan_fusion();
+  plan_permuted_outputs();
   for (const Layer& l : w_.layers) lower_layer(l);
   // An output that is a view of another tensor keeps that tensor's buffer alive throughout.
   for (const std::string& name : w_.outputs) buffers_[tensors_.at(name).buffer].output = true;
@@ -135,6 +136,18 @@ int GraphLowering::add_weight(const Layer& l, const std::string& suffix, isa::Sh
 }
 
 View GraphLowering::output_of(const Layer& l) {
+  auto permuted = permuted_outputs_.find(l.name);
+  if (permuted != permuted_outputs_.end()) {
+    // The buffer in the transpose's layout; dim perm[i] of the output is its dim i.
+    const std::vector<int64_t>& perm = permuted->second;
+    isa::Shape laid(perm.size());
+    for (size_t i = 0; i < perm.size(); ++i) laid[i] = l.output.shape[perm[i]];
+    View v = whole(add_buffer({l.output.name, l.output.dtype, laid}, BufferRole::intermediate));
+    v.shape = l.output.shape;
+    for (size_t i = 0; i < perm.size(); ++i) v.strides[perm[i]] = isa::contiguous_strides(laid)[i];
+    tensors_[l.name] = v;
+    return v;
+  }
   auto slice = slices_.find(l.name);
   View v = slice == slices_.end() ? whole(add_buffer(l.output, BufferRole::intermediate))
                                   : reshaped(whole(concat_buffer(slice->second.first)),

@@ -214,14 +214,14 @@ TEST_CASE("fusion keeps the results bit for bit, folding within the rounding of 
 
 TEST_CASE("fusion: bert-small's GELU is fc1's epilogue, its scaled softmax one op") {
   const isa::Program p = bert_small();
-  // q, k, v; the scores, the scaled softmax, the context and its copy out of the heads' layout;
-  // the output projection with the residual, layernorm; fc1 with the GELU; fc2 with the
-  // residual; layernorm.
-  CHECK(op_names(p) == std::vector<std::string>{
-                           "matmul_bias_act", "matmul_bias_act", "matmul_bias_act", "matmul",
-                           "softmax_scaled", "matmul", "eltwise", "matmul_bias_add_act",
-                           "layernorm", "matmul_bias_act", "matmul_bias_add_act", "layernorm"});
-  REQUIRE(p.instruction_names.size() == 12);
+  // q, k, v; the scores, the scaled softmax, the context (written in the layout of the heads
+  // merged, no copy); the output projection with the residual, layernorm; fc1 with the GELU;
+  // fc2 with the residual; layernorm.
+  CHECK(op_names(p) ==
+        std::vector<std::string>{"matmul_bias_act", "matmul_bias_act", "matmul_bias_act", "matmul",
+                                 "softmax_scaled", "matmul", "matmul_bias_add_act", "layernorm",
+                                 "matmul_bias_act", "matmul_bias_add_act", "layernorm"});
+  REQUIRE(p.instruction_names.size() == 11);
   CHECK(p.instruction_names[4] == "attn.probs");
   const isa::Instruction& softmax = p.instructions[4];
   // The scores [1, 2 heads, 16, 16] as 32 rows of 16, divided by sqrt(32) in f32.
@@ -229,8 +229,8 @@ TEST_CASE("fusion: bert-small's GELU is fc1's epilogue, its scaled softmax one o
   const isa::OpDef& softmax_op = ops().get(softmax.opcode);
   CHECK(isa::attr_to_real(softmax.attrs.at(static_cast<size_t>(softmax_op.attr_index("scale")))) ==
         static_cast<double>(std::sqrt(32.0f)));
-  CHECK(p.instruction_names[9] == "ffn.fc1.matmul");
-  CHECK(enum_attr(p.instructions[9], "act") == "gelu_tanh");
+  CHECK(p.instruction_names[8] == "ffn.fc1.matmul");
+  CHECK(enum_attr(p.instructions[8], "act") == "gelu_tanh");
   for (const std::string& name : p.instruction_names) {
     CHECK(name.rfind("ffn.gelu", 0) != 0);
     CHECK(name != "attn.scaled");
@@ -394,4 +394,48 @@ layers:
   const std::vector<float> a = output(fused), b = output(plain);
   REQUIRE(a.size() == 54);
   CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+TEST_CASE(
+    "attention's head layouts: a head split re-views its slice, the context writes the heads "
+    "merged") {
+  // x [3, 8]: columns 0-3 split into 2 heads of 2 ([3, 2, 2], then [2, 3, 2]); per head times w
+  // [2, 2, 5]; the product [2, 3, 5] moved back to [3, 2, 5], merged to [3, 10], then ReLU.
+  using testing::OnnxModelBuilder;
+  constexpr int32_t kF = onnx::TensorProto::FLOAT;
+  auto program = [](const compiler::CompileOptions& o) {
+    OnnxModelBuilder b;
+    b.input("x", kF, {3, 8}).input("w", kF, {2, 2, 5}).output("y", kF, {3, 10});
+    b.ints("starts", {0}).ints("ends", {4}).ints("axes", {1});
+    b.ints("split", {3, 2, 2}).ints("merged", {3, 10});
+    b.node("Slice", {"x", "starts", "ends", "axes"}, {"xs"}, "xs");
+    b.node("Reshape", {"xs", "split"}, {"heads"}, "heads");
+    testing::set_attr(b.node("Transpose", {"heads"}, {"h"}, "h"), "perm",
+                      std::vector<int64_t>{1, 0, 2});
+    b.node("MatMul", {"h", "w"}, {"c"}, "c");
+    testing::set_attr(b.node("Transpose", {"c"}, {"ct"}, "ct"), "perm",
+                      std::vector<int64_t>{1, 0, 2});
+    b.node("Reshape", {"ct", "merged"}, {"m"}, "m");
+    b.node("Relu", {"m"}, {"y"}, "y");
+    return compiler::compile(compiler::import_onnx(b.model(), "heads.onnx", {}, o), ops());
+  };
+  const isa::Program p = program({}), plain = program(testing::unfused());
+  // Unfused: the slice copied dense to be split, the product, its copy into the merged layout.
+  CHECK(op_names(plain) == std::vector<std::string>{"eltwise", "matmul", "eltwise", "activation"});
+  REQUIRE(op_names(p) == std::vector<std::string>{"matmul", "activation"});
+  const isa::Instruction& mm = p.instructions[0];
+  const isa::Symbol* x = nullptr;
+  for (const isa::Symbol& s : p.symbols)
+    if (s.name == "x") x = &s;
+  REQUIRE(x);
+  // Head i, token t, dim d of the split is x[t, 2 i + d]: strides 2, 8, 1 (elements) over x.
+  CHECK(mm.operands[0] == isa::TensorRef{x->tensor.address, isa::DType::f32, {2, 3, 2}, {2, 8, 1}});
+  // Head i, token t, column n of the product lands at m[t, 5 i + n]: strides 5, 10, 1; the
+  // ReLU reads that buffer as [3, 10], dense.
+  const isa::TensorRef& out = mm.operands[2];
+  CHECK(out.shape == isa::Shape{2, 3, 5});
+  CHECK(out.strides == isa::Shape{5, 10, 1});
+  CHECK(p.instructions[1].operands[0] ==
+        isa::TensorRef{out.address, isa::DType::f32, {1, 1, 1, 1, 3, 10}, {0, 0, 0, 0, 10, 1}});
+  CHECK(output_bytes(p) == output_bytes(plain));
 }
