@@ -314,11 +314,17 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
   // A piece's load and write-back in the pipeline's steady state: flowing_cycles.
   auto flowing = [&](double t) { return flowing_cycles(lc, t); };
   const double ld_s = flowing(ld), wb_s = flowing(wb);
+  // On a pipelined link, when every piece finds a free sub-block (no more than `depth`), they
+  // are all requested at the start: after the first, their loads' latency has passed while
+  // the loads ahead moved, and none waits for a sub-block.
+  const double ramp_n = lc.pipelined && pieces <= lc.depth ? first - 1 : 0;
+  const double ld_r = ld - lc.latency_cycles;
   auto total = [&](double ex, double ex_s, double ex_acc) {
     // A piece holds its sub-block from its load to the end of its write-back: `depth` of them
     // in flight at most.
     const double occupied = (ld + ex + wb) / lc.depth;
     const double steady = std::max({ld_s, ex_s, wb_s, dec, occupied});
+    const double ramp = std::max({ld_r, ex_s, wb_s, dec});
     // The first piece: its load, execution and write-back in turn, or, overlapped with the
     // instructions around it, a period.
     const double head = overlapped ? std::max({ld_s, ex, wb_s, dec}) : ld + ex + wb;
@@ -326,18 +332,20 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
       // Resident partial sums: no piece reloads its output tile, so none waits for a
       // write-back, and one write-back serves the reduce_parts pieces of a tile.
       return stat / lc.bytes_per_cycle + head +
-             (first - 1) * std::max({ld_s, ex_s, wb_s / reduce_parts, dec, occupied}) +
+             ramp_n * std::max({ld_r, ex_s, wb_s / reduce_parts, dec}) +
+             (first - 1 - ramp_n) * std::max({ld_s, ex_s, wb_s / reduce_parts, dec, occupied}) +
              (pieces - first) * std::max({flowing(ld - held / lc.bytes_per_cycle), ex_acc,
                                           wb_s / reduce_parts, dec});
     }
     if (lc.tile_hazards && first > lc.depth) {
       const double acc_steady =
           std::max({flowing(ld + accumulated / lc.bytes_per_cycle), ex_s, wb_s, dec});
-      return stat / lc.bytes_per_cycle + head + (first - 1) * steady +
+      return stat / lc.bytes_per_cycle + head + ramp_n * ramp + (first - 1 - ramp_n) * steady +
              (pieces - first) * acc_steady;
     }
     const double serial = (ld + accumulated / lc.bytes_per_cycle) + ex_acc + wb;
-    return stat / lc.bytes_per_cycle + head + (first - 1) * steady + (pieces - first) * serial;
+    return stat / lc.bytes_per_cycle + head + ramp_n * ramp + (first - 1 - ramp_n) * steady +
+           (pieces - first) * serial;
   };
   // A tiling that cannot come below at_least is not estimated further (nor cached).
   if (const double bound = total(0, 0, 0); bound >= at_least) return bound;

@@ -147,7 +147,9 @@ TEST_CASE("a leaf in a run pays a period for its first piece where the next goes
         68.0);
 }
 
-TEST_CASE("on a pipelined link a piece in the steady state pays the longer of data and latency") {
+TEST_CASE(
+    "on a pipelined link a piece in the steady state pays the longer of data and latency, and "
+    "pieces that all find a sub-block no latency after the first") {
   const OpTable& ops = OpTable::builtin();
   const OpDef& op = ops.get("matmul");
   LevelCost c = leaf_model(64 << 10).level(0);
@@ -166,6 +168,16 @@ TEST_CASE("on a pipelined link a piece in the steady state pays the longer of da
   //          slowest stage: 64 + 74 + 71 + 14 + 3 * 71 = 436.
   CHECK(plain.tiling_cycles(0, op, ops, matmul(16, 64, 4), {1, 4, 4, 64}) == 445.0);
   CHECK(pipelined.tiling_cycles(0, op, ops, matmul(16, 64, 4), {1, 4, 4, 64}) == 436.0);
+  // a[12,8] x b[8,4], 3 pieces of 4 rows: no more than the sub-blocks. b (128 B: 8) stays
+  // whole; a piece loads its a tile (128 B): 10 + 8 = 18, runs 1 * 1 * 1 * 8 + 7 = 15 and
+  // writes 64 B: 10 + 4 = 14.
+  //   plain: the next pieces follow at the slowest stage, the load: 8 + 18 + 15 + 14 + 2 * 18
+  //          = 91.
+  //   pipelined: all three are requested at the start, so the second and third loads' latency
+  //          has passed when the load before them ends (8 each), and none waits for a
+  //          sub-block; the execution is the slowest stage: 8 + 18 + 15 + 14 + 2 * 15 = 85.
+  CHECK(plain.tiling_cycles(0, op, ops, matmul(12, 8, 4), {1, 4, 4, 8}) == 91.0);
+  CHECK(pipelined.tiling_cycles(0, op, ops, matmul(12, 8, 4), {1, 4, 4, 8}) == 85.0);
 }
 
 TEST_CASE(
