@@ -439,3 +439,35 @@ TEST_CASE(
         isa::TensorRef{out.address, isa::DType::f32, {1, 1, 1, 1, 3, 10}, {0, 0, 0, 0, 10, 1}});
   CHECK(output_bytes(p) == output_bytes(plain));
 }
+
+TEST_CASE("a fused conv whose weight is a slice of a graph input reads that slice") {
+  // w2 [2, 1, 1, 1] = {2, 3}; the conv's 1x1 weight is w2[1:2] = 3, so y = relu(3 x) for x =
+  // {1, -1, 2, 0.5}: {3, 0, 6, 1.5} (the slice's offset kept, not w2's first element).
+  using testing::OnnxModelBuilder;
+  constexpr int32_t kF = onnx::TensorProto::FLOAT;
+  auto floats = [](std::vector<int64_t> dims, std::vector<float> v) {
+    onnx::TensorProto t;
+    t.set_data_type(kF);
+    for (int64_t d : dims) t.add_dims(d);
+    for (float x : v) t.add_float_data(x);
+    return t;
+  };
+  for (const bool fuse : {true, false}) {
+    CAPTURE(fuse);
+    OnnxModelBuilder b;
+    b.input("x", kF, {1, 1, 2, 2}).input("w2", kF, {2, 1, 1, 1}).output("y", kF, {1, 1, 2, 2});
+    b.ints("starts", {1}).ints("ends", {2}).ints("axes", {0});
+    b.node("Slice", {"w2", "starts", "ends", "axes"}, {"w"}, "w");
+    b.node("Conv", {"x", "w"}, {"c"}, "c");
+    b.node("Relu", {"c"}, {"y"}, "y");
+    compiler::CompileOptions o;
+    o.fuse = fuse;
+    const isa::Program p = compiler::compile(
+        compiler::import_onnx(
+            b.model(), "slice.onnx",
+            {{"x", floats({1, 1, 2, 2}, {1, -1, 2, 0.5f})}, {"w2", floats({2, 1, 1, 1}, {2, 3})}},
+            o),
+        ops());
+    CHECK(output(p) == std::vector<float>{3, 0, 6, 1.5f});
+  }
+}
