@@ -54,14 +54,23 @@ struct FusedChain {
   const Layer* residual = nullptr;  // an add of another tensor of the output's shape
   std::string residual_input;
   const Layer* act = nullptr;
+  // A clip spelled as two layers (ONNX Clip: an eltwise max with a scalar constant `lo`, then
+  // an eltwise min with `hi`): the epilogue's clip activation; `act` is then the min.
+  const Layer* clip_lower = nullptr;
+  double lo = 0, hi = 0;
   const Layer* tail = nullptr;  // the last layer: the chain's output is its tensor
 };
+
+using AttrValues = std::vector<std::pair<std::string, std::string>>;
 
 // What a fused instruction does after the sum: the residual and the activation.
 struct Epilogue {
   std::string act = "none";
   double alpha = 0.01;
+  double lo = 0, hi = 0;  // clip's bounds
   const View* res = nullptr;
+  // The op's attributes for the activation: act, alpha, and clip's bounds.
+  AttrValues attrs() const;
 };
 
 struct PendingInstruction {
@@ -70,8 +79,6 @@ struct PendingInstruction {
   std::vector<int64_t> attrs;
   std::string name;  // the layer or ONNX node it lowers
 };
-
-using AttrValues = std::vector<std::pair<std::string, std::string>>;
 
 class GraphLowering {
  public:

@@ -126,8 +126,7 @@ void GraphLowering::emit_conv(const Layer& l, const View& x, const View& wsrc, i
     if (e->res) operands.push_back(grouped(*e->res, g, co, out_sp));
     operands.push_back(out);
     AttrValues a = window_attrs(unit);
-    a.emplace_back("act", e->act);
-    a.emplace_back("alpha", fmt::format("{}", e->alpha));
+    for (auto& v : e->attrs()) a.push_back(std::move(v));
     emit(e->res ? "conv2d_bias_add_act" : "conv2d_bias_act", operands, a);
     return;
   }

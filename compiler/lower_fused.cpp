@@ -5,11 +5,13 @@
 // output and no concat slice): optionally a batchnorm (inference, folded into the conv), an Add
 // of a constant row after a matmul (its bias), an add of another tensor of the same shape (a
 // residual) and an activation (relu, leaky_relu, sigmoid, tanh, gelu, and gelu_tanh, which
-// layer_fusion.h makes of a GELU's element-wise chain). It becomes one epilogue op
-// (isa/ops/ext/*_bias_act.yaml, *_bias_add_act.yaml), emitted where the chain's last layer was
-// (every input is ready there), named by the head layer (its instructions carry the conv's or
-// matmul's name), writing the last layer's tensor. The adds keep the unfused order: sum,
-// bias, residual, activation, so the fused program's results equal the unfused one's bit for bit.
+// layer_fusion.h makes of a GELU's element-wise chain; or a clip, ONNX's Clip as imported: an
+// eltwise max with a scalar constant, then an eltwise min with another). It becomes one
+// epilogue op (isa/ops/ext/*_bias_act.yaml, *_bias_add_act.yaml), emitted where the chain's
+// last layer was (every input is ready there), named by the head layer (its instructions carry
+// the conv's or matmul's name), writing the last layer's tensor. The adds keep the unfused order:
+// sum, bias, residual, activation, so the fused program's results equal the unfused one's bit for
+// bit.
 //
 // Folding: w' = w * k and b' = (b - mean) * k + beta per output channel, k = gamma /
 // sqrt(var + eps), computed in double from the f32 values and rounded once to f32. A weight's
@@ -59,6 +61,24 @@ std::string activation_fn(const Layer& l) {
   }
 }
 
+// Whether `l` is an eltwise `fn` of `in` and a scalar f32 constant (given bytes), and if so its
+// value.
+bool scalar_bound_of(const Workload& w, const Layer& l, const std::string& fn,
+                     const std::string& in, double& value) {
+  if (l.kind != LayerKind::eltwise || l.fn != fn || l.inputs.size() != 2 || l.inputs[0] != in ||
+      l.output.dtype != isa::DType::f32)
+    return false;
+  const TensorDesc& c = w.tensor(l.inputs[1]);
+  auto bytes = w.contents.find(c.name);
+  if (c.dtype != isa::DType::f32 || isa::num_elements(c.shape) != 1 || bytes == w.contents.end() ||
+      bytes->second.size() != 4)
+    return false;
+  float v;
+  std::memcpy(&v, bytes->second.data(), 4);
+  value = v;
+  return true;
+}
+
 bool is_add_of_two(const Layer& l) {
   return (l.kind == LayerKind::add || (l.kind == LayerKind::eltwise && l.fn == "add")) &&
          l.inputs.size() == 2 && l.inputs[0] != l.inputs[1];
@@ -84,6 +104,8 @@ void GraphLowering::plan_fusion() {
     const Layer* r = reader.at(t.name);
     return claimed.count(r->name) ? nullptr : r;
   };
+  auto scalar_bound = [&](const Layer& l, const std::string& fn, const std::string& in,
+                          double& value) { return scalar_bound_of(w_, l, fn, in, value); };
   auto sole_input = [&](const std::string& name) {
     return is_input(w_, name) && readers[name] == 1 && !w_.is_output(name);
   };
@@ -152,10 +174,19 @@ void GraphLowering::plan_fusion() {
         c.act = c.tail = f;
         f = nullptr;
       }
+      // A clip as ONNX's Clip imports it: max with a scalar lo, then min with a scalar hi.
+      double lo = 0, hi = 0;
+      const Layer* g = f && scalar_bound(*f, "max", c.tail->name, lo) ? next(*f) : nullptr;
+      if (g && scalar_bound(*g, "min", f->name, hi)) {
+        c.clip_lower = f;
+        c.act = c.tail = g;
+        c.lo = lo;
+        c.hi = hi;
+      }
     }
     // Worth a chain: something fused into the matrix op, or its own bias add.
     if (!c.batchnorm && !c.bias_add && !c.residual && !c.act && !(w_.fuse && has_bias)) continue;
-    for (const Layer* l : {c.head, c.batchnorm, c.bias_add, c.residual, c.act})
+    for (const Layer* l : {c.head, c.batchnorm, c.bias_add, c.residual, c.clip_lower, c.act})
       if (l) {
         claimed.insert(l->name);
         if (l != c.tail) fused_away_.insert(l->name);
@@ -235,7 +266,11 @@ void GraphLowering::lower_fused(const FusedChain& c) {
   const Layer& h = *c.head;
   layer_name_ = h.node.empty() ? h.name : h.node;
   Epilogue e;
-  if (c.act) {
+  if (c.clip_lower) {
+    e.act = "clip";
+    e.lo = c.lo;
+    e.hi = c.hi;
+  } else if (c.act) {
     e.act = activation_fn(*c.act);
     e.alpha = c.act->alpha;
   }
@@ -329,8 +364,16 @@ void GraphLowering::lower_fused(const FusedChain& c) {
   std::vector<View> operands = {a, b, bias_view};
   if (e.res) operands.push_back(View{res.buffer, {m, n}, {n, 1}, res.offset});
   operands.push_back(y);
-  emit(e.res ? "matmul_bias_add_act" : "matmul_bias_act", operands,
-       {{"act", e.act}, {"alpha", fmt::format("{}", e.alpha)}});
+  emit(e.res ? "matmul_bias_add_act" : "matmul_bias_act", operands, e.attrs());
+}
+
+AttrValues Epilogue::attrs() const {
+  AttrValues a = {{"act", act}, {"alpha", fmt::format("{}", alpha)}};
+  if (act == "clip") {
+    a.emplace_back("lo", fmt::format("{}", lo));
+    a.emplace_back("hi", fmt::format("{}", hi));
+  }
+  return a;
 }
 
 }  // namespace fracsim::compiler

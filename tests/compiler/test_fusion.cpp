@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -470,4 +471,41 @@ TEST_CASE("a fused conv whose weight is a slice of a graph input reads that slic
         ops());
     CHECK(output(p) == std::vector<float>{3, 0, 6, 1.5f});
   }
+}
+
+TEST_CASE("fusion: ONNX's Clip after a conv is the epilogue's clip, bit for bit") {
+  // x [1, 2, 3, 3] random in [-1, 1); a 1x1 conv to 4 channels with weights of +-5, so that the
+  // sums fall below 0 and above 6; then Clip(0, 6) (ReLU6 as PyTorch exports it: a max with the
+  // min constant, then a min with the max constant) or Clip with a lower bound only.
+  using testing::OnnxModelBuilder;
+  constexpr int32_t kF = onnx::TensorProto::FLOAT;
+  auto program = [](bool upper, const compiler::CompileOptions& o) {
+    OnnxModelBuilder b;
+    b.input("x", kF, {1, 2, 3, 3}).output("y", kF, {1, 4, 3, 3});
+    b.floats("w", {4, 2, 1, 1}, {5, -5, -5, 5, 5, 5, -5, -5});
+    b.floats("lo", {}, {0.0f});
+    if (upper) b.floats("hi", {}, {6.0f});
+    b.node("Conv", {"x", "w"}, {"c"}, "c");
+    b.node("Clip",
+           upper ? std::vector<std::string>{"c", "lo", "hi"} : std::vector<std::string>{"c", "lo"},
+           {"y"}, "y");
+    return compiler::compile(compiler::import_onnx(b.model(), "clip.onnx", {}, o), ops());
+  };
+  const isa::Program p = program(true, {}), plain = program(true, testing::unfused());
+  REQUIRE(op_names(p) == std::vector<std::string>{"conv2d_bias_act"});
+  CHECK(op_names(plain) == std::vector<std::string>{"conv2d", "eltwise", "eltwise"});
+  CHECK(enum_attr(p.instructions[0], "act") == "clip");
+  const isa::OpDef& op = ops().get(p.instructions[0].opcode);
+  CHECK(isa::attr_to_real(p.instructions[0].attrs.at(static_cast<size_t>(op.attr_index("lo")))) ==
+        0.0);
+  CHECK(isa::attr_to_real(p.instructions[0].attrs.at(static_cast<size_t>(op.attr_index("hi")))) ==
+        6.0);
+  const std::vector<float> y = output(p);
+  REQUIRE(y.size() == 36);
+  CHECK(std::count(y.begin(), y.end(), 0.0f) > 0);  // clipped below and above: the test bites
+  CHECK(std::count(y.begin(), y.end(), 6.0f) > 0);
+  CHECK(output_bytes(p) == output_bytes(plain));
+  // A lower bound alone is no clip: the max stays its own instruction, after the plain conv
+  // (no bias, nothing else to fuse).
+  CHECK(op_names(program(false, {})) == std::vector<std::string>{"conv2d", "eltwise"});
 }
