@@ -160,6 +160,8 @@ class GraphLowering {
   static View broadcast_to(View v, const isa::Shape& shape);
   // Output dim i is dim perm[i] of `v`.
   static View permuted(const View& v, const std::vector<int64_t>& perm);
+  // The permutation that undoes `perm`.
+  static std::vector<int64_t> inverse(const std::vector<int64_t>& perm);
   // The dims of a contiguous view `v` split at `axis` as rows [M, N] (N: the extent of axis,
   // M: every other dim) when that is one strided matrix; `v` otherwise unchanged and false.
   static bool rows_of(const View& v, int64_t axis, View& rows);

@@ -63,8 +63,8 @@ std::string activation_fn(const Layer& l) {
 
 // Whether `l` is an eltwise `fn` of `in` and a scalar f32 constant (given bytes), and if so its
 // value.
-bool scalar_bound_of(const Workload& w, const Layer& l, const std::string& fn,
-                     const std::string& in, double& value) {
+bool scalar_bound(const Workload& w, const Layer& l, const std::string& fn, const std::string& in,
+                  double& value) {
   if (l.kind != LayerKind::eltwise || l.fn != fn || l.inputs.size() != 2 || l.inputs[0] != in ||
       l.output.dtype != isa::DType::f32)
     return false;
@@ -104,8 +104,6 @@ void GraphLowering::plan_fusion() {
     const Layer* r = reader.at(t.name);
     return claimed.count(r->name) ? nullptr : r;
   };
-  auto scalar_bound = [&](const Layer& l, const std::string& fn, const std::string& in,
-                          double& value) { return scalar_bound_of(w_, l, fn, in, value); };
   auto sole_input = [&](const std::string& name) {
     return is_input(w_, name) && readers[name] == 1 && !w_.is_output(name);
   };
@@ -176,8 +174,8 @@ void GraphLowering::plan_fusion() {
       }
       // A clip as ONNX's Clip imports it: max with a scalar lo, then min with a scalar hi.
       double lo = 0, hi = 0;
-      const Layer* g = f && scalar_bound(*f, "max", c.tail->name, lo) ? next(*f) : nullptr;
-      if (g && scalar_bound(*g, "min", f->name, hi)) {
+      const Layer* g = f && scalar_bound(w_, *f, "max", c.tail->name, lo) ? next(*f) : nullptr;
+      if (g && scalar_bound(w_, *g, "min", f->name, hi)) {
         c.clip_lower = f;
         c.act = c.tail = g;
         c.lo = lo;

@@ -63,12 +63,6 @@ std::vector<Dim> merged(const std::vector<Dim>& dims) {
   return out;
 }
 
-std::vector<int64_t> inverse(const std::vector<int64_t>& perm) {
-  std::vector<int64_t> inv(perm.size());
-  for (size_t i = 0; i < perm.size(); ++i) inv[perm[i]] = static_cast<int64_t>(i);
-  return inv;
-}
-
 // The dims other than `axis`, in order, then `axis`.
 std::vector<int64_t> axis_last(size_t rank, int64_t axis) {
   std::vector<int64_t> perm;
@@ -95,6 +89,12 @@ int GraphLowering::add_scalar(const std::string& name, float value) {
   std::vector<uint8_t> bytes(4);
   std::memcpy(bytes.data(), &value, 4);
   return add_constant(name, isa::DType::f32, {1}, std::move(bytes));
+}
+
+std::vector<int64_t> GraphLowering::inverse(const std::vector<int64_t>& perm) {
+  std::vector<int64_t> inv(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inv[perm[i]] = static_cast<int64_t>(i);
+  return inv;
 }
 
 View GraphLowering::broadcast_to(View v, const Shape& shape) {

@@ -136,15 +136,16 @@ int GraphLowering::add_weight(const Layer& l, const std::string& suffix, isa::Sh
 }
 
 View GraphLowering::output_of(const Layer& l) {
-  auto permuted = permuted_outputs_.find(l.name);
-  if (permuted != permuted_outputs_.end()) {
-    // The buffer in the transpose's layout; dim perm[i] of the output is its dim i.
-    const std::vector<int64_t>& perm = permuted->second;
-    isa::Shape laid(perm.size());
-    for (size_t i = 0; i < perm.size(); ++i) laid[i] = l.output.shape[perm[i]];
-    View v = whole(add_buffer({l.output.name, l.output.dtype, laid}, BufferRole::intermediate));
-    v.shape = l.output.shape;
-    for (size_t i = 0; i < perm.size(); ++i) v.strides[perm[i]] = isa::contiguous_strides(laid)[i];
+  auto layout = permuted_outputs_.find(l.name);
+  if (layout != permuted_outputs_.end()) {
+    // A buffer in the transpose's layout, seen back in the output's order (as input_rows lays
+    // out its copy).
+    const std::vector<int64_t>& perm = layout->second;
+    isa::Shape laid;
+    for (int64_t d : perm) laid.push_back(l.output.shape[static_cast<size_t>(d)]);
+    const View v =
+        permuted(whole(add_buffer({l.output.name, l.output.dtype, laid}, BufferRole::intermediate)),
+                 inverse(perm));
     tensors_[l.name] = v;
     return v;
   }
