@@ -260,6 +260,13 @@ void check_overlaps(const OpDef& op, const Instruction& in, const std::string& w
 
 }  // namespace
 
+void default_appended_attributes(Program& p, const OpTable& ops) {
+  for (Instruction& in : p.instructions)
+    if (const OpDef* op = ops.find(in.opcode))
+      for (size_t a = in.attrs.size(); a < op->attributes.size(); ++a)
+        in.attrs.push_back(op->attributes[a].default_value);
+}
+
 void validate_program(const Program& p, const OpTable& ops, const std::string& source) {
   if (!p.instruction_names.empty() && p.instruction_names.size() != p.instructions.size())
     throw ConfigError(fmt::format("{}: {} instruction names for {} instructions", source,

@@ -87,6 +87,13 @@ void bind_vars(const OpDef& op, const Instruction& instr, Vars& vars);
 // none, so that a program without names (a hand-written .fasm) still names every instruction.
 std::string instruction_name(const Program& p, size_t i);
 
+// An op may gain attributes after programs were encoded with it, appended to its list (the
+// layernorm op's `divide`): an instruction of such a program, with fewer attributes than its op
+// has, is given the defaults of those after its own, which keep the op's earlier semantics.
+// Instructions of unknown opcodes, or with more attributes than their op, are left to
+// validate_program.
+void default_appended_attributes(Program& p, const OpTable& ops);
+
 // Checks every instruction against the op table and every tensor, segment and symbol against
 // the footprint, and that instruction_names is empty or has one entry per instruction. `source`
 // names the program in errors.

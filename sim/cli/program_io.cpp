@@ -61,6 +61,7 @@ isa::Program load_program(const std::string& path, const isa::OpTable& ops,
         "{}: --batch applies to a workload (.yaml, .onnx), not to a compiled program", path));
   } else if (ends_with(path, ".fbin")) {
     p = isa::decode_program(isa::read_file_bytes(path), path);
+    isa::default_appended_attributes(p, ops);
   } else if (ends_with(path, ".fasm") || path == "-") {
     p = isa::assemble(read_text(path), path == "-" ? "<stdin>" : path, ops);
   } else {

@@ -148,7 +148,7 @@ TEST_CASE("batchnorm, pooling, softmax, layernorm and activations: operand views
        instruction("layernorm",
                    {f32(at("s"), {6, 3}, {3, 1}), f32(at("ln.gamma"), {3}, {1}),
                     f32(at("ln.beta"), {3}, {1}), f32(at("ln"), {6, 3}, {3, 1})},
-                   {real_to_attr(0.001)}),
+                   {real_to_attr(0.001), 0}),
        instruction("activation", {f32(at("ln"), m6, s6), f32(at("ge"), m6, s6)}, act(4)),
        instruction("activation", {f32(at("ge"), m6, s6), f32(at("sg"), m6, s6)}, act(2)),
        instruction("activation", {f32(at("sg"), m6, s6), f32(at("th"), m6, s6)}, act(3))});

@@ -866,3 +866,32 @@ TEST_CASE("assembly: every error names the line and token") {
         "'hi=1'");
   CHECK(err(".data random 0x0 f32 1 seed=-1 lo=0 hi=1") == "t.fasm:3: .data: bad seed '-1'");
 }
+
+TEST_CASE(
+    "a program encoded before its op gained an attribute decodes with that attribute's default") {
+  // layernorm gained `divide` (default false, its earlier semantics) after `epsilon`: a program
+  // that wrote one attribute for it still loads, as multiplying by the rsqrt.
+  const OpTable& ops = OpTable::builtin();
+  const OpDef& ln = ops.get("layernorm");
+  REQUIRE(ln.attributes.size() == 2);
+  CHECK(ln.attributes[1].name == "divide");
+  Program p;
+  p.name = "ln";
+  p.footprint = 0x100;
+  const TensorRef rows = tensor(0x0, DType::f32, {2, 4}, {4, 1});
+  const TensorRef vec = tensor(0x40, DType::f32, {4}, {1});
+  const TensorRef out = tensor(0x80, DType::f32, {2, 4}, {4, 1});
+  const int64_t eps = real_to_attr(1e-5);
+  p.instructions.push_back({ln.opcode, {rows, vec, vec, out}, {eps}});
+  Program decoded = decode_program(encode_program(p), "old.fbin");
+  CHECK(config_error_of([&] { validate_program(decoded, ops, "old.fbin"); }) ==
+        "old.fbin: instruction 0: layernorm: expected 2 attributes, got 1");
+  default_appended_attributes(decoded, ops);
+  CHECK(decoded.instructions[0].attrs == std::vector<int64_t>{eps, 0});
+  validate_program(decoded, ops, "old.fbin");
+  // More attributes than the op has stay as they are, for validate_program to reject.
+  p.instructions[0].attrs = {eps, 1, 7};
+  Program more = decode_program(encode_program(p), "new.fbin");
+  default_appended_attributes(more, ops);
+  CHECK(more.instructions[0].attrs.size() == 3);
+}
