@@ -292,8 +292,9 @@ void GraphLowering::lower_layernorm(const Layer& l) {
     beta = whole(add_weight(l, "beta", {n}, -0.5, 0.5));
   }
   View y = output_of(l);
-  emit("layernorm", {rows, gamma, beta, flat_rows(y, l)},
-       {{"epsilon", fmt::format("{}", l.epsilon)}});
+  AttrValues attrs = {{"epsilon", fmt::format("{}", l.epsilon)}};
+  if (l.sqrt_divide) attrs.emplace_back("divide", "1");
+  emit("layernorm", {rows, gamma, beta, flat_rows(y, l)}, attrs);
   if (!l.more_outputs.empty()) lower_layernorm_stats(l, rows);
 }
 

@@ -4,14 +4,13 @@
 // layers each of which is the only reader of the previous one's output (which is no workload
 // output and no concat slice): optionally a batchnorm (inference, folded into the conv), an Add
 // of a constant row after a matmul (its bias), an add of another tensor of the same shape (a
-// residual) and an activation (relu, leaky_relu, sigmoid, tanh, gelu, and gelu_tanh, which
-// layer_fusion.h makes of a GELU's element-wise chain; or a clip, ONNX's Clip as imported: an
-// eltwise max with a scalar constant, then an eltwise min with another). It becomes one
-// epilogue op (isa/ops/ext/*_bias_act.yaml, *_bias_add_act.yaml), emitted where the chain's
-// last layer was (every input is ready there), named by the head layer (its instructions carry
-// the conv's or matmul's name), writing the last layer's tensor. The adds keep the unfused order:
-// sum, bias, residual, activation, so the fused program's results equal the unfused one's bit for
-// bit.
+// residual) and an activation (relu, leaky_relu, sigmoid, tanh, gelu, and gelu_tanh and gelu_erf,
+// which layer_fusion.h makes of a GELU's element-wise chains; or a clip, ONNX's Clip as imported:
+// an eltwise max with a scalar constant, then an eltwise min with another). It becomes one epilogue
+// op (isa/ops/ext/*_bias_act.yaml, *_bias_add_act.yaml), emitted where the chain's last layer was
+// (every input is ready there), named by the head layer (its instructions carry the conv's or
+// matmul's name), writing the last layer's tensor. The adds keep the unfused order: sum, bias,
+// residual, activation, so the fused program's results equal the unfused one's bit for bit.
 //
 // Folding: w' = w * k and b' = (b - mean) * k + beta per output channel, k = gamma /
 // sqrt(var + eps), computed in double from the f32 values and rounded once to f32. A weight's
@@ -53,7 +52,8 @@ std::string activation_fn(const Layer& l) {
     case LayerKind::gelu:
       return "gelu";
     case LayerKind::activation:
-      for (const char* fn : {"relu", "leaky_relu", "sigmoid", "tanh", "gelu", "gelu_tanh"})
+      for (const char* fn :
+           {"relu", "leaky_relu", "sigmoid", "tanh", "gelu", "gelu_tanh", "gelu_erf"})
         if (l.fn == fn) return fn;
       return "";
     default:

@@ -109,6 +109,8 @@ struct Layer {
   // the leading dims.
   bool divided = false;
   float divisor = 1;
+  // layernorm made by fusion (layer_fusion.h): divides by sqrt(var + epsilon), as its chain does.
+  bool sqrt_divide = false;
   int64_t size = 0;                                  // lrn: channels summed over
   double alpha = 1e-4, beta = 0.75, lrn_bias = 1.0;  // lrn; alpha also leaky_relu's and gemm's
   std::string fn;                                    // eltwise, reduce

@@ -36,6 +36,8 @@ std::vector<uint8_t> run_reference(const Program& p, const OpTable& ops);
 // compiler recognises the graphs that compute it from exactly these values.
 constexpr float kGeluTanhC = 0.044715f;
 constexpr float kGeluTanhK = 0.7978845608028654f;  // sqrt(2 / pi)
+// The divisor of the activation fn gelu_erf, x / 2 (1 + erf(x / s)): sqrt 2 as f32.
+constexpr float kGeluErfS = 1.4142135623730951f;
 
 // Element i of a tensor stored in `mem`, widened to double (for comparisons and printing).
 double load_element(const TensorRef& t, int64_t element_offset, MemoryView mem);

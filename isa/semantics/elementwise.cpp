@@ -5,14 +5,15 @@
 // and i16; div truncates toward zero and saturates (x / 0 is the dtype's max for x > 0, its min
 // for x < 0, and 0 for 0); max and min are exact. u8 is numpy's uint8: add, sub and mul wrap
 // modulo 2^8, div is floor division (with the rule above for x / 0). i64 add, sub and mul wrap
-// around; i32 and i64 pow multiply out, wrapping. u16, u32, u64, i64, f16 and f64 have max and min: exact, f16 compared through its value, NaN propagating as in f32;
-// f64 also add and mul (C's double ops). f64 activations (exp, log) are computed and kept in
-// double.
+// around; i32 and i64 pow multiply out, wrapping. u16, u32, u64, i64, f16 and f64 have max and
+// min: exact, f16 compared through its value, NaN propagating as in f32; f64 also add and mul
+// (C's double ops). f64 activations (exp, log) are computed and kept in double.
 // Activations on integers read the input as fixed point with `frac_bits` fraction bits: out =
 // saturate(round_half_even(f(x / 2^frac_bits) * 2^frac_bits)). Float activations other than relu,
-// leaky_relu and gelu_tanh are computed in double precision and rounded once to f32. f32
-// gelu_tanh rounds each step to f32 as the element-wise ops of the graph it replaces do (eltwise
-// mul and add, activation tanh), so that a fused program equals the unfused one bit for bit.
+// leaky_relu, gelu_tanh and gelu_erf are computed in double precision and rounded once to f32.
+// f32 gelu_tanh and gelu_erf round each step to f32 as the element-wise ops of the graph they
+// replace do (eltwise mul, div and add, activation tanh or erf), so that a fused program equals
+// the unfused one bit for bit.
 #include "isa/semantics/semantics.h"
 
 namespace fracsim::isa::semantics {
@@ -148,12 +149,19 @@ float gelu_tanh(float x) {
   return (x * 0.5f) * (t + 1.0f);
 }
 
+// gelu_erf on f32: d = x / s, e = erf d (in double, rounded once), out = (x (e + 1)) 0.5, every
+// quotient, sum and product rounded to f32.
+float gelu_erf(float x) {
+  const float e = to_float(std::erf(static_cast<double>(x / kGeluErfS)));
+  return (x * (e + 1.0f)) * 0.5f;
+}
+
 double activate(const std::string& fn, double x, double alpha) {
   if (fn == "relu") return x > 0 ? x : 0.0;  // (integer path only; f32 relu is exact below)
   if (fn == "leaky_relu") return x > 0 ? x : alpha * x;
   if (fn == "sigmoid") return 1.0 / (1.0 + std::exp(-x));
   if (fn == "tanh") return std::tanh(x);
-  if (fn == "gelu") return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+  if (fn == "gelu" || fn == "gelu_erf") return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
   if (fn == "gelu_tanh")
     return 0.5 * x * (1.0 + std::tanh(kGeluTanhK * (x + kGeluTanhC * x * x * x)));
   if (fn == "exp") return std::exp(x);
@@ -206,6 +214,8 @@ struct Activation {
           r = v > T(0) ? v : static_cast<T>(alpha) * v;
         else if (std::is_same_v<T, float> && fn == "gelu_tanh")
           r = static_cast<T>(gelu_tanh(static_cast<float>(v)));
+        else if (std::is_same_v<T, float> && fn == "gelu_erf")
+          r = static_cast<T>(gelu_erf(static_cast<float>(v)));
         else if constexpr (std::is_same_v<T, double>)
           r = activate(fn, v, alpha);  // f64: in double, no rounding to f32
         else

@@ -82,8 +82,9 @@ void add_compile_flags(boost::program_options::options_description& opts, Compil
   add("no-fuse", po::bool_switch(&f.no_fuse),
       "keep each conv2d/matmul apart from the bias add, residual add and activation that alone "
       "read its output (by default they are fused into one epilogue op, isa/ops/ext/*_act.yaml, "
-      "named by the conv/matmul layer), and the other rewrites of compiler/README.md: the GELU and "
-      "scaled-softmax chains as one op each, a strided 1x1 conv through a strided view, reshapes "
+      "named by the conv/matmul layer), and the other rewrites of compiler/README.md: the GELU, "
+      "LayerNorm and scaled-softmax chains as one op each, a strided 1x1 conv through a strided "
+      "view, reshapes "
       "and attention's head merge as views instead of copies");
   add("no-fold-bn", po::bool_switch(&f.no_fold_bn),
       "keep each batchnorm after a conv2d as its own layer (by default it is folded into the "

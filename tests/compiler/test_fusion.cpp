@@ -509,3 +509,151 @@ TEST_CASE("fusion: ONNX's Clip after a conv is the epilogue's clip, bit for bit"
   // (no bias, nothing else to fuse).
   CHECK(op_names(program(false, {})) == std::vector<std::string>{"conv2d", "eltwise"});
 }
+
+TEST_CASE(
+    "fusion: a GELU's erf chain as PyTorch exports it is fc's epilogue gelu_erf, bit for bit") {
+  // x [4, 8] random in [-1, 1); a MatMul by w (+-12, so that the GELU sees |h| up to 96, where
+  // erf saturates) and an Add of a bias row, then nn.GELU as PyTorch exports it: d = h / sqrt 2,
+  // e = Erf(d), a = e + 1, m = h * a, y = m * 0.5.
+  using testing::OnnxModelBuilder;
+  constexpr int32_t kF = onnx::TensorProto::FLOAT;
+  struct Graph {
+    float s = isa::kGeluErfS;
+    bool swapped = false;     // Add(1, e), Mul(a, h), Mul(0.5, m)
+    bool half_first = false;  // y = (h * 0.5) * a, which rounds otherwise near 0 and overflow
+  };
+  auto program = [](const Graph& g, const compiler::CompileOptions& o) {
+    OnnxModelBuilder b;
+    b.input("x", kF, {4, 8}).output("y", kF, {4, 8});
+    std::vector<float> w, bias;
+    for (int i = 0; i < 64; ++i) w.push_back(i % 3 == 0 ? -12.0f : 12.0f);
+    for (int i = 0; i < 8; ++i) bias.push_back(0.25f * static_cast<float>(i) - 1.0f);
+    b.floats("w", {8, 8}, w).floats("bias", {8}, bias);
+    b.floats("s", {}, {g.s}).floats("one", {}, {1.0f}).floats("half", {}, {0.5f});
+    auto bin = [&](const char* op, const std::string& a, const std::string& c,
+                   const std::string& out) {
+      b.node(op, g.swapped ? std::vector<std::string>{c, a} : std::vector<std::string>{a, c}, {out},
+             out);
+    };
+    b.node("MatMul", {"x", "w"}, {"p"}, "fc");
+    b.node("Add", {"p", "bias"}, {"h"}, "fc_bias");
+    b.node("Div", {"h", "s"}, {"d"}, "d");
+    b.node("Erf", {"d"}, {"e"}, "e");
+    bin("Add", "e", "one", "a");
+    if (g.half_first) {
+      bin("Mul", "h", "half", "m");
+      bin("Mul", "m", "a", "y");
+    } else {
+      bin("Mul", "h", "a", "m");
+      bin("Mul", "m", "half", "y");
+    }
+    return compiler::compile(compiler::import_onnx(b.model(), "gelu_erf.onnx", {}, o), ops());
+  };
+  for (bool swapped : {false, true}) {
+    CAPTURE(swapped);
+    Graph g;
+    g.swapped = swapped;
+    const isa::Program p = program(g, {}), plain = program(g, testing::unfused());
+    REQUIRE(op_names(p) == std::vector<std::string>{"matmul_bias_act"});
+    CHECK(enum_attr(p.instructions[0], "act") == "gelu_erf");
+    CHECK(p.instruction_names == std::vector<std::string>{"fc"});
+    // Unfused: the matmul, its bias add and the five nodes of the GELU.
+    CHECK(op_names(plain) == std::vector<std::string>{"matmul", "eltwise", "eltwise", "activation",
+                                                      "eltwise", "eltwise", "eltwise"});
+    const std::vector<float> y = output(p);
+    REQUIRE(y.size() == 32);
+    // Saturated on both sides (erf = -1 gives -0 or 0, erf = 1 gives h): the test bites there too.
+    CHECK(std::count_if(y.begin(), y.end(), [](float v) { return v == 0.0f; }) > 0);
+    CHECK(std::count_if(y.begin(), y.end(), [](float v) { return v > 10.0f; }) > 0);
+    CHECK(output_bytes(p) == output_bytes(plain));
+  }
+  // s one ulp off sqrt 2 in f32, or 0.5 taken first: the chain stays (seven instructions, the
+  // bias add fused into the matmul, the rest as they are).
+  for (float s : {std::nextafter(isa::kGeluErfS, 2.0f), std::nextafter(isa::kGeluErfS, 1.0f)}) {
+    Graph off;
+    off.s = s;
+    CHECK(op_names(program(off, {})) == std::vector<std::string>{"matmul_bias_act", "eltwise",
+                                                                 "activation", "eltwise", "eltwise",
+                                                                 "eltwise"});
+  }
+  Graph half_first;
+  half_first.half_first = true;
+  CHECK(program(half_first, {}).instructions.size() == 6);
+}
+
+TEST_CASE("fusion: a LayerNorm spelt as ONNX nodes is one layernorm op, bit for bit") {
+  // x [3, 8] random in [-1, 1), normalised over its last axis as PyTorch exports nn.LayerNorm
+  // before opset 17: mean = ReduceMean(x), d = x - mean, var = ReduceMean(Pow(d, 2)),
+  // n = d / Sqrt(var + eps), y = n * gamma + beta. The op's `divide` takes the sqrt and the
+  // division, so each step rounds as the chain's does.
+  using testing::OnnxModelBuilder;
+  constexpr int32_t kF = onnx::TensorProto::FLOAT;
+  struct Graph {
+    float two = 2.0f;
+    bool swapped = false;       // Add(eps, var), Mul(gamma, n), Add(beta, scaled)
+    std::string second_reader;  // an intermediate an Add with y also reads
+  };
+  auto program = [](const Graph& g, const compiler::CompileOptions& o) {
+    OnnxModelBuilder b;
+    b.input("x", kF, {3, 8});
+    b.floats("gamma", {8}, {0.5f, 1.5f, -1.0f, 2.0f, 0.25f, 1.0f, 3.0f, -0.75f});
+    b.floats("beta", {8}, {0.1f, -0.2f, 0.3f, 0.0f, 1.0f, -1.0f, 0.5f, 0.25f});
+    b.floats("two", {}, {g.two}).floats("eps", {}, {1e-6f});
+    testing::set_attr(b.node("ReduceMean", {"x"}, {"mean"}, "mean"), "axes",
+                      std::vector<int64_t>{-1});
+    b.node("Sub", {"x", "mean"}, {"d"}, "d");
+    b.node("Pow", {"d", "two"}, {"sq"}, "sq");
+    testing::set_attr(b.node("ReduceMean", {"sq"}, {"var"}, "var"), "axes",
+                      std::vector<int64_t>{-1});
+    auto bin = [&](const char* op, const std::string& a, const std::string& c,
+                   const std::string& out) {
+      b.node(op, g.swapped ? std::vector<std::string>{c, a} : std::vector<std::string>{a, c}, {out},
+             out);
+    };
+    bin("Add", "var", "eps", "ve");
+    b.node("Sqrt", {"ve"}, {"sd"}, "sd");
+    b.node("Div", {"d", "sd"}, {"n"}, "n");
+    bin("Mul", "n", "gamma", "scaled");
+    bin("Add", "scaled", "beta", "y");
+    if (!g.second_reader.empty()) {
+      b.node("Add", {"y", g.second_reader}, {"z"}, "z");
+      b.output("z", kF, {3, 8});
+    } else {
+      b.output("y", kF, {3, 8});
+    }
+    return compiler::compile(compiler::import_onnx(b.model(), "layernorm.onnx", {}, o), ops());
+  };
+  Graph swapped;
+  swapped.swapped = true;
+  const isa::Program p = program({}, {}), plain = program({}, testing::unfused());
+  REQUIRE(op_names(p) == std::vector<std::string>{"layernorm"});
+  const isa::Program p_swapped = program(swapped, {});
+  CHECK(op_names(p_swapped) == std::vector<std::string>{"layernorm"});
+  CHECK(output_bytes(p_swapped) == output_bytes(program(swapped, testing::unfused())));
+  CHECK(p.instruction_names == std::vector<std::string>{"y"});
+  const isa::Instruction& ln = p.instructions[0];
+  const isa::OpDef& op = ops().get(ln.opcode);
+  CHECK(ln.attrs.at(static_cast<size_t>(op.attr_index("divide"))) == 1);
+  CHECK(isa::attr_to_real(ln.attrs.at(static_cast<size_t>(op.attr_index("epsilon")))) ==
+        static_cast<double>(1e-6f));
+  CHECK(plain.instructions.size() == 9);
+  const std::vector<float> y = output(p);
+  REQUIRE(y.size() == 24);
+  CHECK(output_bytes(p) == output_bytes(plain));
+  // The op's other form (rsqrt, then a product) rounds otherwise: on these rows it differs.
+  isa::Program rsqrt = p;
+  rsqrt.instructions[0].attrs.at(static_cast<size_t>(op.attr_index("divide"))) = 0;
+  CHECK(output_bytes(rsqrt) != output_bytes(plain));
+  // A square that is not Pow(d, 2): the chain stays (the bias add after the product aside,
+  // nine instructions).
+  Graph cube;
+  cube.two = 3.0f;
+  CHECK(program(cube, {}).instructions.size() == 9);
+  // An intermediate with a reader outside the chain: unfused.
+  for (const char* t : {"mean", "d", "sq", "var", "ve", "sd", "n", "scaled"}) {
+    CAPTURE(std::string(t));
+    Graph g;
+    g.second_reader = t;
+    CHECK(program(g, {}).instructions.size() > 2);
+  }
+}

@@ -42,6 +42,16 @@ std::vector<int64_t> act(ActFn fn, double alpha = 0.01, int64_t frac_bits = 0) {
   return {fn, real_to_attr(alpha), frac_bits};
 }
 
+// An element-wise chain's f32 tensors of n elements: dense at `at`; a scalar at `at` broadcast
+// over the n; the chain's i-th intermediate (at 256 + 64 i).
+TensorRef f32_vector(uint64_t at, int64_t n) { return rank6(at, DType::f32, {n}); }
+TensorRef f32_broadcast(uint64_t at, int64_t n) {
+  TensorRef r = rank6(at, DType::f32, {n});
+  r.strides.back() = 0;
+  return r;
+}
+uint64_t scratch(int i) { return static_cast<uint64_t>(256 + 64 * i); }
+
 using fracsim::testing::bits_of;
 }  // namespace
 
@@ -68,7 +78,8 @@ TEST_CASE("the attribute layout the hand cases below rely on") {
                                                            "acos",       "atan",
                                                            "sinh",       "cosh",
                                                            "asinh",      "acosh",
-                                                           "atanh",      "gelu_tanh"});
+                                                           "atanh",      "gelu_tanh",
+                                                           "gelu_erf"});
   CHECK(a.attributes[1].name == "alpha");
   CHECK(a.attributes[1].type == AttrType::real);
   CHECK(attr_to_real(a.attributes[1].default_value) == 0.01);
@@ -310,13 +321,9 @@ TEST_CASE("activation gelu_tanh in f32 equals its element-wise chain bit for bit
   put<float>(mem, kX, xs);
   put<float>(mem, kC, {0.044715f, 0x1.988454p-1f, 1.0f, 0.5f});  // c, k = sqrt(2/pi) in f32, 1, 0.5
   CHECK(bits_of(fracsim::isa::kGeluTanhK) == bits_of(0x1.988454p-1f));
-  auto t = [&](uint64_t at) { return rank6(at, DType::f32, {extent}); };
-  auto s = [&](uint64_t at) {  // a scalar broadcast over the n elements
-    TensorRef r = rank6(at, DType::f32, {extent});
-    r.strides.back() = 0;
-    return r;
-  };
-  auto tmp = [](int i) { return static_cast<uint64_t>(256 + 64 * i); };
+  auto t = [&](uint64_t at) { return f32_vector(at, extent); };
+  auto s = [&](uint64_t at) { return f32_broadcast(at, extent); };
+  auto tmp = scratch;
   run("eltwise", {t(kX), t(kX), t(tmp(0))}, {kMul}, mem);          // x2
   run("eltwise", {t(tmp(0)), t(kX), t(tmp(1))}, {kMul}, mem);      // x3
   run("eltwise", {t(tmp(1)), s(kC), t(tmp(2))}, {kMul}, mem);      // cx3
@@ -342,6 +349,50 @@ TEST_CASE("activation gelu_tanh in f32 equals its element-wise chain bit for bit
     const float inner = x + ((x * x) * x) * 0.044715f;
     const float th = static_cast<float>(std::tanh(static_cast<double>(inner * 0x1.988454p-1f)));
     const float want = (x * 0.5f) * (th + 1.0f);
+    INFO("x = ", x);
+    CHECK(bits_of(fused[i]) == bits_of(want));
+  }
+}
+
+TEST_CASE("activation gelu_erf in f32 equals its element-wise chain bit for bit") {
+  // The chain PyTorch exports for nn.GELU, run as the eltwise and activation instructions it
+  // lowers to: d = x / s, e = erf(d), a = e + 1, m = x * a, out = m * 0.5 (s = sqrt 2 in f32).
+  // -10 gives -0 (e = -1), 10 gives 10 (e = 1), -inf gives NaN (-inf * 0), 1e-30 stays above 0,
+  // 3e38 overflows m to inf.
+  const std::vector<float> xs = {-10, -3.5f,  -1,     -0.25f,  0,    0.5f,  1,        2.75f,
+                                 10,  1e-30f, -1e-3f, 3.0e38f, 0.7f, -0.7f, INFINITY, -INFINITY};
+  const size_t n = xs.size();
+  const int64_t extent = static_cast<int64_t>(n);
+  const uint64_t kX = 0, kS = 64, kOne = 68, kHalf = 72, kOut = 128;
+  std::vector<uint8_t> mem(1024, 0);
+  put<float>(mem, kX, xs);
+  put<float>(mem, kS, {0x1.6a09e6p+0f, 1.0f, 0.5f});  // sqrt 2 in f32, 1, 0.5
+  CHECK(bits_of(fracsim::isa::kGeluErfS) == bits_of(0x1.6a09e6p+0f));
+  auto t = [&](uint64_t at) { return f32_vector(at, extent); };
+  auto s = [&](uint64_t at) { return f32_broadcast(at, extent); };
+  auto tmp = scratch;
+  const int64_t erf = 9, gelu_erf = 34;  // their indices among the fns, pinned above
+  run("eltwise", {t(kX), s(kS), t(tmp(0))}, {kDiv}, mem);                        // d
+  run("activation", {t(tmp(0)), t(tmp(1))}, {erf, real_to_attr(0.01), 0}, mem);  // e
+  run("eltwise", {t(tmp(1)), s(kOne), t(tmp(2))}, {kAdd}, mem);                  // a
+  run("eltwise", {t(kX), t(tmp(2)), t(tmp(3))}, {kMul}, mem);                    // m
+  run("eltwise", {t(tmp(3)), s(kHalf), t(tmp(4))}, {kMul}, mem);                 // out
+  run("activation", {t(kX), t(kOut)}, {gelu_erf, real_to_attr(0.01), 0}, mem);
+  const std::vector<float> chain = get<float>(mem, tmp(4), n), fused = get<float>(mem, kOut, n);
+  for (size_t i = 0; i < n; ++i) {
+    INFO("x = ", xs[i]);
+    CHECK(bits_of(fused[i]) == bits_of(chain[i]));
+  }
+  CHECK(bits_of(fused[0]) == bits_of(-0.0f));
+  CHECK(bits_of(fused[8]) == bits_of(10.0f));
+  CHECK(fused[9] > 0.0f);
+  CHECK(fused[11] == INFINITY);
+  CHECK(std::isnan(fused[n - 1]));
+  // The same steps in plain f32 arithmetic, written out here.
+  for (size_t i = 0; i < n; ++i) {
+    const float x = xs[i];
+    const float e = static_cast<float>(std::erf(static_cast<double>(x / 0x1.6a09e6p+0f)));
+    const float want = (x * (e + 1.0f)) * 0.5f;
     INFO("x = ", x);
     CHECK(bits_of(fused[i]) == bits_of(want));
   }
