@@ -3,11 +3,12 @@
 // A chain is a conv2d (2-D, f32) or a matmul (dense, 2-D MatMul, Gemm with alpha 1) followed by
 // layers each of which is the only reader of the previous one's output (which is no workload
 // output and no concat slice): optionally a batchnorm (inference, folded into the conv), an Add
-// of a constant row after a matmul (its bias), an add of another tensor of the same shape (a
-// residual) and an activation (relu, leaky_relu, sigmoid, tanh, gelu, and gelu_tanh and gelu_erf,
-// which layer_fusion.h makes of a GELU's element-wise chains; or a clip, ONNX's Clip as imported:
-// an eltwise max with a scalar constant, then an eltwise min with another). It becomes one epilogue
-// op (isa/ops/ext/*_bias_act.yaml, *_bias_add_act.yaml), emitted where the chain's last layer was
+// of a row that is an input after a matmul (its bias; an input seen through ONNX's Identity
+// too), an add of another tensor of the same shape (a residual) and an activation (relu,
+// leaky_relu, sigmoid, tanh, gelu, and gelu_tanh and gelu_erf, which layer_fusion.h makes of a
+// GELU's element-wise chains; or a clip, ONNX's Clip as imported: an eltwise max with a scalar
+// constant, then an eltwise min with another). It becomes one epilogue op
+// (isa/ops/ext/*_bias_act.yaml, *_bias_add_act.yaml), emitted where the chain's last layer was
 // (every input is ready there), named by the head layer (its instructions carry the conv's or
 // matmul's name), writing the last layer's tensor. The adds keep the unfused order: sum, bias,
 // residual, activation, so the fused program's results equal the unfused one's bit for bit.
@@ -104,6 +105,18 @@ void GraphLowering::plan_fusion() {
     const Layer* r = reader.at(t.name);
     return claimed.count(r->name) ? nullptr : r;
   };
+  // An input, or a reshape of one (ONNX's Identity, which an exporter writes for an initializer
+  // equal to another it keeps): bytes there before any layer runs.
+  std::map<std::string, const Layer*> producer;
+  for (const Layer& l : w_.layers) producer[l.name] = &l;
+  auto input_bytes = [&](std::string name) {
+    for (auto p = producer.find(name);
+         p != producer.end() && p->second->kind == LayerKind::reshape &&
+         p->second->inputs.size() == 1;
+         p = producer.find(name))
+      name = p->second->inputs[0];
+    return is_input(w_, name);
+  };
   auto sole_input = [&](const std::string& name) {
     return is_input(w_, name) && readers[name] == 1 && !w_.is_output(name);
   };
@@ -152,7 +165,7 @@ void GraphLowering::plan_fusion() {
         const std::string& other = f->inputs[0] == c.tail->name ? f->inputs[1] : f->inputs[0];
         const isa::Shape& os = w_.tensor(other).shape;
         const int64_t n = h.output.shape.back();
-        if (is_input(w_, other) && (os == isa::Shape{n} || os == isa::Shape{1, n})) {
+        if (input_bytes(other) && (os == isa::Shape{n} || os == isa::Shape{1, n})) {
           c.bias_add = c.tail = f;
           c.bias_input = other;
           has_bias = true;

@@ -657,3 +657,32 @@ TEST_CASE("fusion: a LayerNorm spelt as ONNX nodes is one layernorm op, bit for 
     CHECK(program(g, {}).instructions.size() > 2);
   }
 }
+
+TEST_CASE("fusion: a bias that is an Identity of an initializer is the matmul's epilogue bias") {
+  // PyTorch's exporter keeps one of two equal parameters and writes an Identity for the other
+  // (torchvision's ViT-B/16, its parameters graph inputs: an Identity of an input is no constant
+  // the importer folds): the second MatMul's bias add reads that Identity. Both bias adds fuse,
+  // reading the one bias in memory, bit for bit.
+  using testing::OnnxModelBuilder;
+  constexpr int32_t kF = onnx::TensorProto::FLOAT;
+  auto program = [](const compiler::CompileOptions& o) {
+    OnnxModelBuilder b;
+    b.input("x", kF, {2, 4}).input("bias", kF, {4}).output("z", kF, {2, 4});
+    std::vector<float> w;
+    for (int i = 0; i < 16; ++i) w.push_back(0.25f * static_cast<float>(i % 5) - 0.5f);
+    b.floats("w", {4, 4}, w);
+    b.node("Identity", {"bias"}, {"bias_again"}, "bias_again");
+    b.node("MatMul", {"x", "w"}, {"p"}, "fc1");
+    b.node("Add", {"bias", "p"}, {"y"}, "fc1_bias");
+    b.node("MatMul", {"y", "w"}, {"q"}, "fc2");
+    b.node("Add", {"bias_again", "q"}, {"z"}, "fc2_bias");
+    return compiler::compile(compiler::import_onnx(b.model(), "identity_bias.onnx", {}, o), ops());
+  };
+  const isa::Program p = program({}), plain = program(testing::unfused());
+  CHECK(op_names(p) == std::vector<std::string>{"matmul_bias_act", "matmul_bias_act"});
+  CHECK(p.instruction_names == std::vector<std::string>{"fc1", "fc2"});
+  CHECK(isa::tensor_str(p.instructions[1].operands[2]) ==
+        isa::tensor_str(p.instructions[0].operands[2]));
+  CHECK(op_names(plain) == std::vector<std::string>{"matmul", "eltwise", "matmul", "eltwise"});
+  CHECK(output_bytes(p) == output_bytes(plain));
+}
