@@ -1,6 +1,7 @@
 #include "sim/tensor_permutation_table.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "isa/decompose/localize.h"
 #include "isa/error.h"
@@ -353,9 +354,18 @@ bool TensorPermutationTable::same_contents(const TensorPermutationTable& o) cons
     if (a[i].local != b[i].local || a[i].bytes != b[i].bytes || a[i].view != b[i].view ||
         a[i].whole != b[i].whole)
       return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    for (size_t j = i + 1; j < a.size(); ++j)
-      if ((a[i].last_use < a[j].last_use) != (b[i].last_use < b[j].last_use)) return false;
+  // Taken in a's order of use, b's uses rise where a's do and tie where a's tie: every two
+  // entries compare alike (the least recently used, the victim, is the same entry).
+  std::vector<uint32_t> order(a.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+    return a[x].last_use < a[y].last_use || (a[x].last_use == a[y].last_use && x < y);
+  });
+  for (size_t k = 1; k < order.size(); ++k) {
+    const uint64_t a0 = a[order[k - 1]].last_use, a1 = a[order[k]].last_use;
+    const uint64_t b0 = b[order[k - 1]].last_use, b1 = b[order[k]].last_use;
+    if ((a0 < a1) != (b0 < b1) || (a0 == a1) != (b0 == b1)) return false;
+  }
   return true;
 }
 

@@ -195,6 +195,26 @@ TEST_CASE("tables that differ only in their order of use share a digest, not the
   CHECK(!a.same_contents(b));  // the next eviction would differ
 }
 
+TEST_CASE("the same order of use under other use stamps is the same contents") {
+  // Three entries; b is used more often than a, so its stamps differ, but both end in the
+  // order of use 0x2000, 0x3000, 0x1000 (least recent first): the same contents. One more hit
+  // on 0x2000 in b alone makes 0x3000 b's least recently used, a's 0x2000: not the same.
+  TensorPermutationTable a(1024), b(1024);
+  for (TensorPermutationTable* t : {&a, &b})
+    t->place({request(0x1000, 64), request(0x2000, 64), request(0x3000, 64)}, 0);
+  for (int i = 0; i < 3; ++i) b.place({request(0x3000, 64)}, 0);
+  b.place({request(0x2000, 64)}, 0);
+  for (TensorPermutationTable* t : {&a, &b}) {
+    t->place({request(0x3000, 64)}, 0);
+    t->place({request(0x1000, 64)}, 0);
+  }
+  CHECK(a.same_contents(b));
+  CHECK(b.same_contents(a));
+  b.place({request(0x2000, 64)}, 0);
+  CHECK(!a.same_contents(b));
+  CHECK(!b.same_contents(a));
+}
+
 TEST_CASE("equal tables have equal digests") {
   TensorPermutationTable a(1024), b(1024);
   a.place({request(0x1000, 64)}, 0);
