@@ -53,6 +53,7 @@ struct FusedChain {
   std::string bias_input;
   const Layer* residual = nullptr;  // an add of another tensor of the output's shape
   std::string residual_input;
+  std::vector<const Layer*> views;  // between a matmul and its residual add: order-keeping views
   const Layer* act = nullptr;
   // A clip spelled as two layers (ONNX Clip: an eltwise max with a scalar constant `lo`, then
   // an eltwise min with `hi`): the epilogue's clip activation; `act` is then the min.

@@ -4,7 +4,8 @@
 // layers each of which is the only reader of the previous one's output (which is no workload
 // output and no concat slice): optionally a batchnorm (inference, folded into the conv), an Add
 // of a row that is an input after a matmul (its bias; an input seen through ONNX's Identity
-// too), an add of another tensor of the same shape (a residual) and an activation (relu,
+// too), an add of another tensor of the same shape (a residual; after a matmul, also through
+// reshapes and transposes of size-1 dims, which keep the element order) and an activation (relu,
 // leaky_relu, sigmoid, tanh, gelu, and gelu_tanh and gelu_erf, which layer_fusion.h makes of a
 // GELU's element-wise chains; or a clip, ONNX's Clip as imported: an eltwise max with a scalar
 // constant, then an eltwise min with another). It becomes one epilogue op
@@ -77,6 +78,20 @@ bool scalar_bound(const Workload& w, const Layer& l, const std::string& fn, cons
   float v;
   std::memcpy(&v, bytes->second.data(), 4);
   value = v;
+  return true;
+}
+
+// A reshape, or a transpose that moves only dims of extent 1: the same elements in the same
+// order, a view of its input's bytes.
+bool keeps_order(const Layer& l) {
+  if (l.kind == LayerKind::reshape || l.kind == LayerKind::flatten) return l.inputs.size() == 1;
+  if (l.kind != LayerKind::transpose || l.inputs.size() != 1) return false;
+  int64_t last = -1;
+  for (size_t i = 0; i < l.perm.size(); ++i) {
+    if (l.output.shape.at(i) == 1) continue;
+    if (l.perm[i] < last) return false;
+    last = l.perm[i];
+  }
   return true;
 }
 
@@ -172,13 +187,21 @@ void GraphLowering::plan_fusion() {
           f = next(*f);
         }
       }
-      if (f && is_add_of_two(*f)) {
-        const std::string& other = f->inputs[0] == c.tail->name ? f->inputs[1] : f->inputs[0];
+      // After a matmul, views that keep the element order may come before the residual add
+      // (PyTorch's attention: its output projection's [L, E] seen as [L, 1, E], then [1, L, E]).
+      std::vector<const Layer*> views;
+      if (h.kind == LayerKind::matmul || h.kind == LayerKind::gemm)
+        for (const Layer* v = f; v && keeps_order(*v); v = next(*v)) views.push_back(v);
+      const Layer* r = views.empty() ? f : next(*views.back());
+      const Layer* value = views.empty() ? c.tail : views.back();
+      if (r && is_add_of_two(*r)) {
+        const std::string& other = r->inputs[0] == value->name ? r->inputs[1] : r->inputs[0];
         const TensorDesc& ot = w_.tensor(other);
-        if (ot.shape == h.output.shape && ot.dtype == isa::DType::f32) {
-          c.residual = c.tail = f;
+        if (ot.shape == value->output.shape && ot.dtype == isa::DType::f32) {
+          c.views = views;
+          c.residual = c.tail = r;
           c.residual_input = other;
-          f = next(*f);
+          f = next(*r);
         }
       }
       if (f && !activation_fn(*f).empty()) {
@@ -197,7 +220,10 @@ void GraphLowering::plan_fusion() {
     }
     // Worth a chain: something fused into the matrix op, or its own bias add.
     if (!c.batchnorm && !c.bias_add && !c.residual && !c.act && !(w_.fuse && has_bias)) continue;
-    for (const Layer* l : {c.head, c.batchnorm, c.bias_add, c.residual, c.clip_lower, c.act})
+    std::vector<const Layer*> members = {c.head,     c.batchnorm,  c.bias_add,
+                                         c.residual, c.clip_lower, c.act};
+    members.insert(members.end(), c.views.begin(), c.views.end());
+    for (const Layer* l : members)
       if (l) {
         claimed.insert(l->name);
         if (l != c.tail) fused_away_.insert(l->name);

@@ -686,3 +686,36 @@ TEST_CASE("fusion: a bias that is an Identity of an initializer is the matmul's 
   CHECK(op_names(plain) == std::vector<std::string>{"matmul", "eltwise", "matmul", "eltwise"});
   CHECK(output_bytes(p) == output_bytes(plain));
 }
+
+TEST_CASE("fusion: a residual add after a matmul's order-keeping views is the epilogue's") {
+  // PyTorch's multi-head attention ends in Gemm [L, E], Reshape [L, 1, E], Transpose to
+  // [1, L, E], then the block's residual Add: the views keep the element order, so the add is
+  // the Gemm's epilogue residual, bit for bit. After a transpose that moves a dim of extent > 1
+  // ([L, 1, E] to [E, 1, L]) the add stays its own instruction, reading the transposed view.
+  using testing::OnnxModelBuilder;
+  constexpr int32_t kF = onnx::TensorProto::FLOAT;
+  auto program = [](bool keeps_order, const compiler::CompileOptions& o) {
+    OnnxModelBuilder b;
+    const std::vector<int64_t> out =
+        keeps_order ? std::vector<int64_t>{1, 4, 8} : std::vector<int64_t>{8, 1, 4};
+    b.input("x", kF, {4, 8}).input("r", kF, out).output("y", kF, out);
+    std::vector<float> w;
+    for (int i = 0; i < 64; ++i) w.push_back(0.125f * static_cast<float>(i % 7) - 0.375f);
+    b.floats("w", {8, 8}, w).floats("bias", {8}, {1, -1, 2, -2, 0.5f, -0.5f, 0.25f, 0});
+    b.ints("shape", {4, 1, 8});
+    b.node("Gemm", {"x", "w", "bias"}, {"g"}, "proj");
+    b.node("Reshape", {"g", "shape"}, {"g3"}, "g3");
+    testing::set_attr(b.node("Transpose", {"g3"}, {"gt"}, "gt"), "perm",
+                      keeps_order ? std::vector<int64_t>{1, 0, 2} : std::vector<int64_t>{2, 1, 0});
+    b.node("Add", {"gt", "r"}, {"y"}, "y");
+    return compiler::compile(compiler::import_onnx(b.model(), "views.onnx", {}, o), ops());
+  };
+  const isa::Program p = program(true, {}), plain = program(true, testing::unfused());
+  CHECK(op_names(p) == std::vector<std::string>{"matmul_bias_add_act"});
+  CHECK(p.instruction_names == std::vector<std::string>{"proj"});
+  CHECK(op_names(plain) == std::vector<std::string>{"matmul", "eltwise", "eltwise"});
+  CHECK(output_bytes(p) == output_bytes(plain));
+  const isa::Program moved = program(false, {});
+  CHECK(op_names(moved) == std::vector<std::string>{"matmul_bias_act", "eltwise"});
+  CHECK(output_bytes(moved) == output_bytes(program(false, testing::unfused())));
+}
