@@ -187,11 +187,15 @@ void GraphLowering::plan_fusion() {
           f = next(*f);
         }
       }
-      // After a matmul, views that keep the element order may come before the residual add
-      // (PyTorch's attention: its output projection's [L, E] seen as [L, 1, E], then [1, L, E]).
+      // After a matmul, views that keep the element order and the rows may come before the
+      // residual add (PyTorch's attention: its output projection's [L, E] seen as [L, 1, E],
+      // then [1, L, E]).
       std::vector<const Layer*> views;
       if (h.kind == LayerKind::matmul || h.kind == LayerKind::gemm)
-        for (const Layer* v = f; v && keeps_order(*v); v = next(*v)) views.push_back(v);
+        for (const Layer* v = f; v && keeps_order(*v) && !v->output.shape.empty() &&
+                                 v->output.shape.back() == h.output.shape.back();
+             v = next(*v))
+          views.push_back(v);
       const Layer* r = views.empty() ? f : next(*views.back());
       const Layer* value = views.empty() ? c.tail : views.back();
       if (r && is_add_of_two(*r)) {

@@ -718,4 +718,16 @@ TEST_CASE("fusion: a residual add after a matmul's order-keeping views is the ep
   const isa::Program moved = program(false, {});
   CHECK(op_names(moved) == std::vector<std::string>{"matmul_bias_act", "eltwise"});
   CHECK(output_bytes(moved) == output_bytes(program(false, testing::unfused())));
+  // Flattened to [32], the rows are no longer the matmul's: the add stays apart.
+  OnnxModelBuilder b;
+  b.input("x", kF, {4, 8}).input("w", kF, {8, 8}).input("r", kF, {32}).output("y", kF, {32});
+  b.ints("flat", {32});
+  b.node("MatMul", {"x", "w"}, {"g"}, "proj");
+  b.node("Reshape", {"g", "flat"}, {"gf"}, "gf");
+  b.node("Add", {"gf", "r"}, {"y"}, "y");
+  auto flat = [&](const compiler::CompileOptions& o) {
+    return compiler::compile(compiler::import_onnx(b.model(), "flat.onnx", {}, o), ops());
+  };
+  CHECK(op_names(flat({})) == std::vector<std::string>{"matmul", "eltwise"});
+  CHECK(output_bytes(flat({})) == output_bytes(flat(testing::unfused())));
 }
