@@ -37,20 +37,8 @@ class LayerGraph {
 
   // Whether `name` is an f32 initializer of one element whose value is `v`, bit for bit.
   bool is_scalar_constant(const std::string& name, float v) const {
-    const std::optional<float> c = scalar_value(name);
+    const std::optional<float> c = w_.scalar_constant(name);
     return c && std::memcmp(&*c, &v, sizeof(float)) == 0;
-  }
-
-  // The value of an f32 initializer of one element, when `name` is one.
-  std::optional<float> scalar_value(const std::string& name) const {
-    const TensorDesc* t = w_.find_tensor(name);
-    auto c = w_.contents.find(name);
-    if (!t || !w_.weights.count(name) || c == w_.contents.end() || t->dtype != isa::DType::f32 ||
-        isa::num_elements(t->shape) != 1 || c->second.size() != sizeof(float))
-      return std::nullopt;
-    float v;
-    std::memcpy(&v, c->second.data(), sizeof(float));
-    return v;
   }
 
   // The operand of the two-input layer `l` other than the scalar constant `v`; "" when neither
@@ -200,9 +188,10 @@ std::optional<LayerNormChain> match_layernorm(const LayerGraph& g, const Layer& 
         continue;
       const Layer* ve_l = g.eltwise(sd_l->inputs[0], "add");
       if (!ve_l || !g.is_private(ve_l->name, row)) continue;
-      const int e = g.scalar_value(ve_l->inputs[0]) ? 0 : 1;  // Add(var, eps) or Add(eps, var)
+      const int e =
+          g.workload().scalar_constant(ve_l->inputs[0]) ? 0 : 1;  // Add(var, eps) or Add(eps, var)
       const Layer* var_l = row_mean(ve_l->inputs[1 - e]);
-      const std::optional<float> eps = g.scalar_value(ve_l->inputs[e]);
+      const std::optional<float> eps = g.workload().scalar_constant(ve_l->inputs[e]);
       if (!var_l || !eps) continue;
       const Layer* sq_l = g.eltwise(var_l->inputs[0], "pow");
       // d = x - mean: read by the square and the division.
@@ -260,7 +249,7 @@ std::optional<ScaledSoftmax> match_scaled_softmax(const LayerGraph& g, const Lay
   }
   const Layer* div = g.eltwise(scaled, "div");
   if (!div || !g.is_private(scaled, shape)) return std::nullopt;
-  const std::optional<float> s = g.scalar_value(div->inputs[1]);
+  const std::optional<float> s = g.workload().scalar_constant(div->inputs[1]);
   const TensorDesc* scores = g.workload().find_tensor(div->inputs[0]);
   if (!s || !scores || scores->dtype != isa::DType::f32 || scores->shape != shape)
     return std::nullopt;

@@ -391,8 +391,6 @@ void GraphLowering::plan_permuted_outputs() {
 }
 
 void GraphLowering::plan_concat_slices() {
-  std::map<std::string, const Layer*> producer;
-  for (const Layer& l : w_.layers) producer[l.name] = &l;
   for (const Layer& l : w_.layers) {
     if (l.kind != LayerKind::concat) continue;
     const isa::Shape& s = l.output.shape;
@@ -401,10 +399,10 @@ void GraphLowering::plan_concat_slices() {
     const int64_t step = isa::contiguous_strides(s)[l.axis];
     int64_t at = 0;
     for (const std::string& name : l.inputs) {
-      auto p = producer.find(name);
+      const Layer* p = w_.find_layer(name);
       // A concat's own output is placed by its buffer, so a nested concat input is copied.
-      if (contiguous_slices && p != producer.end() && !is_view_layer(p->second->kind) &&
-          p->second->kind != LayerKind::concat && !slices_.count(name))
+      if (contiguous_slices && p && !is_view_layer(p->kind) && p->kind != LayerKind::concat &&
+          !slices_.count(name))
         slices_[name] = {l.name, at * step};
       at += w_.tensor(name).shape[l.axis];
     }

@@ -63,22 +63,16 @@ std::string activation_fn(const Layer& l) {
   }
 }
 
-// Whether `l` is an eltwise `fn` of `in` and a scalar f32 constant (given bytes), and if so its
-// value.
+// Whether `l` is an eltwise `fn` of `in` and a scalar f32 constant (Workload::scalar_constant),
+// and if so its value.
 bool scalar_bound(const Workload& w, const Layer& l, const std::string& fn, const std::string& in,
                   double& value) {
   if (l.kind != LayerKind::eltwise || l.fn != fn || l.inputs.size() != 2 || l.inputs[0] != in ||
       l.output.dtype != isa::DType::f32)
     return false;
-  const TensorDesc& c = w.tensor(l.inputs[1]);
-  auto bytes = w.contents.find(c.name);
-  if (c.dtype != isa::DType::f32 || isa::num_elements(c.shape) != 1 || bytes == w.contents.end() ||
-      bytes->second.size() != 4)
-    return false;
-  float v;
-  std::memcpy(&v, bytes->second.data(), 4);
-  value = v;
-  return true;
+  const std::optional<float> c = w.scalar_constant(l.inputs[1]);
+  if (c) value = *c;
+  return c.has_value();
 }
 
 // A reshape, or a transpose that moves only dims of extent 1: the same elements in the same
@@ -122,14 +116,10 @@ void GraphLowering::plan_fusion() {
   };
   // An input, or a reshape of one (ONNX's Identity, which an exporter writes for an initializer
   // equal to another it keeps): bytes there before any layer runs.
-  std::map<std::string, const Layer*> producer;
-  for (const Layer& l : w_.layers) producer[l.name] = &l;
   auto input_bytes = [&](std::string name) {
-    for (auto p = producer.find(name);
-         p != producer.end() && p->second->kind == LayerKind::reshape &&
-         p->second->inputs.size() == 1;
-         p = producer.find(name))
-      name = p->second->inputs[0];
+    for (const Layer* p = w_.find_layer(name);
+         p && p->kind == LayerKind::reshape && p->inputs.size() == 1; p = w_.find_layer(name))
+      name = p->inputs[0];
     return is_input(w_, name);
   };
   auto sole_input = [&](const std::string& name) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <optional>
@@ -32,6 +33,23 @@ const TensorDesc& Workload::tensor(const std::string& name) const {
   const TensorDesc* t = find_tensor(name);
   FRACSIM_ASSERT(t != nullptr, "workload {} has no tensor {}", this->name, name);
   return *t;
+}
+
+const Layer* Workload::find_layer(const std::string& name) const {
+  for (const Layer& l : layers)
+    if (l.name == name) return &l;
+  return nullptr;
+}
+
+std::optional<float> Workload::scalar_constant(const std::string& name) const {
+  const TensorDesc* t = find_tensor(name);
+  auto c = contents.find(name);
+  if (!t || !weights.count(name) || c == contents.end() || t->dtype != isa::DType::f32 ||
+      isa::num_elements(t->shape) != 1 || c->second.size() != sizeof(float))
+    return std::nullopt;
+  float v;
+  std::memcpy(&v, c->second.data(), sizeof(float));
+  return v;
 }
 
 bool Workload::is_output(const std::string& name) const {

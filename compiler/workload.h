@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -153,6 +154,10 @@ struct Workload {
   const TensorDesc* find_tensor(const std::string& name) const;
   // Same, but the name must exist (InternalError otherwise).
   const TensorDesc& tensor(const std::string& name) const;
+  // The layer whose output is `name`; nullptr for an input or an unknown name.
+  const Layer* find_layer(const std::string& name) const;
+  // The value of an f32 weight of one element with given contents, when `name` is one.
+  std::optional<float> scalar_constant(const std::string& name) const;
   bool is_output(const std::string& name) const;
 };
 
