@@ -70,6 +70,9 @@ void kill_processes() {
 constexpr uint64_t kBytesPerNode = 64;
 constexpr uint64_t kBytesPerSimulatedNode = 64 * 1024;
 constexpr uint64_t kLevelFootprints = 2;
+// Functional mode: the root memory's bytes, the result, the reference run's and the instruction
+// check's (InstructionChecker).
+constexpr uint64_t kFootprintCopies = 4;
 
 uint64_t saturating_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 uint64_t saturating_mul(uint64_t a, uint64_t b) {
@@ -195,6 +198,7 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   TimeStepEnd step_end("step_end");
   ctx.step_end = &step_end;
   ctx.progress = options.progress;
+  if (ctx.functional) ctx.retired = options.retired;
   ctx.done.total = program.instructions.size();
 
   // The simulated nodes: the whole machine, each DMA engine bound to its parent's memory; or,
@@ -325,7 +329,7 @@ HostMemoryEstimate host_memory_estimate(const MachineSpec& spec, const isa::Prog
           e.node_memory_bytes, std::min(saturating_mul(spec.levels[l].memory.capacity,
                                                        static_cast<uint64_t>(spec.nodes_at(l))),
                                         saturating_mul(program.footprint, kLevelFootprints)));
-    e.program_bytes = saturating_mul(program.footprint, 3);
+    e.program_bytes = saturating_mul(program.footprint, kFootprintCopies);
   }
   e.bytes = saturating_add(
       saturating_add(saturating_mul(static_cast<uint64_t>(e.nodes), kBytesPerNode),

@@ -10,6 +10,7 @@
 
 #include "isa/decompose/cost_model.h"
 #include "isa/program.h"
+#include "isa/reference.h"
 #include "isa/unit_kind.h"
 #include "sim/machine_spec.h"
 #include "sim/node_reports.h"
@@ -44,6 +45,9 @@ struct SimOptions {
   std::optional<isa::PinnedDecision> pin;
   TraceRecorder* trace = nullptr;                 // records the stages of simulated nodes
   std::function<void(const Progress&)> progress;  // after each program instruction
+  // Functional mode: after each program instruction has finished at the root (in program
+  // order), with the main memory as it is then (InstructionChecker::retired).
+  std::function<void(size_t instruction, isa::MemoryView memory)> retired;
   // Limits (sim/README.md, "Limits"); 0 is none. A run whose host memory estimate
   // (host_memory_estimate) exceeds max_host_bytes is refused before it is built; one whose
   // simulated time reaches max_picoseconds with instructions unfinished, or in which no program
@@ -57,14 +61,14 @@ struct SimOptions {
 // What a run is estimated to take of host memory (sim/README.md, "Limits"): per node of the
 // machine its entry in the tree, per simulated node its SystemC modules and queues, and in
 // functional mode the non-root memories (per level twice the program's footprint, or all of
-// them if less) and three copies of the footprint (the root memory's bytes, the result and the
-// reference run's). `simulated_nodes`: those the run builds (every node unless a timing run
-// folds).
+// them if less) and four copies of the footprint (the root memory's bytes, the result, the
+// reference run's and the instruction check's, InstructionChecker). `simulated_nodes`: those the
+// run builds (every node unless a timing run folds).
 struct HostMemoryEstimate {
   uint64_t bytes = 0;
   int64_t nodes = 0, simulated_nodes = 0;
   uint64_t node_memory_bytes = 0;  // functional: the non-root nodes' memories
-  uint64_t program_bytes = 0;      // functional: the footprint's three copies
+  uint64_t program_bytes = 0;      // functional: the footprint's four copies
 };
 HostMemoryEstimate host_memory_estimate(const MachineSpec& spec, const isa::Program& program,
                                         Mode mode, int64_t simulated_nodes);

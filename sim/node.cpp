@@ -783,6 +783,7 @@ void Node::wb_step() {
               ++ctx_.done.done;
               ctx_.done.picoseconds = sc_core::sc_time_stamp().value();
               if (ctx_.progress) ctx_.progress(ctx_.done);
+              if (ctx_.retired) ctx_.retired(ctx_.done.done - 1, memory().view());
             }
             if (--p->completion->remaining == 0) {
               p->completion->finished = sc_core::sc_time_stamp();

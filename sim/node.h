@@ -169,6 +169,7 @@ struct RunContext {
   // Where stages wait for the end of their time step before a decision (Node::at_step_end).
   TimeStepEnd* step_end = nullptr;
   std::function<void(const Progress&)> progress;
+  std::function<void(size_t, isa::MemoryView)> retired;  // SimOptions::retired
   // Folding: per level, the simulated nodes free to play a node of that level.
   std::vector<std::set<Node*, ByPort>> pools;
   // Plans made so far, per level and congruence key, with the instruction each was made for:

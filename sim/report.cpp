@@ -1,5 +1,6 @@
 #include "sim/report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <unordered_map>
@@ -187,8 +188,14 @@ std::vector<OutputCheck> check_outputs(const isa::Program& program, const isa::O
   return out;
 }
 
+bool FunctionalCheck::holds() const {
+  if (instructions) return instructions->holds();
+  return std::all_of(outputs.begin(), outputs.end(),
+                     [](const OutputCheck& c) { return c.match(); });
+}
+
 std::string stats_text(const MachineSpec& spec, const isa::Program& program, const RunResult& run,
-                       const std::vector<OutputCheck>& outputs, const isa::OpTable& ops) {
+                       const FunctionalCheck& check, const isa::OpTable& ops) {
   using nlohmann::ordered_json;
   const std::vector<NodeStats> totals = level_totals(spec, run);
   ordered_json j;
@@ -206,7 +213,7 @@ std::string stats_text(const MachineSpec& spec, const isa::Program& program, con
   j["utilization"] = utilization_json(run_utilization(spec, run));
   if (run.mode == Mode::functional) {
     ordered_json outs = ordered_json::array();
-    for (const OutputCheck& c : outputs)
+    for (const OutputCheck& c : check.outputs)
       outs.push_back({{"name", c.name},
                       {"shape", c.shape},
                       {"elements", c.elements},
@@ -215,6 +222,22 @@ std::string stats_text(const MachineSpec& spec, const isa::Program& program, con
                       {"max_abs_diff", c.max_abs_diff},
                       {"match", c.match()}});
     j["outputs"] = outs;
+    if (check.instructions) {
+      const InstructionCheck& ic = *check.instructions;
+      ordered_json failing = ordered_json::array();
+      for (const InstructionFailure& f : ic.failures)
+        failing.push_back({{"index", f.index},
+                           {"name", f.name},
+                           {"op", f.op},
+                           {"elements", f.elements},
+                           {"beyond_bound", f.beyond},
+                           {"max_abs_diff", f.max_abs_diff}});
+      j["instructions"] = {{"checked", ic.instructions},
+                           {"bit_exact", ic.bit_exact},
+                           {"within_bound", ic.within_bound},
+                           {"failing", failing}};
+    }
+    j["match"] = check.holds();
   }
   ordered_json levels = ordered_json::array();
   levels.push_back({{"name", "root"}, {"nodes", 1}, {"totals", counters_json(totals[0])}});
@@ -241,13 +264,13 @@ std::string stats_text(const MachineSpec& spec, const isa::Program& program, con
 }
 
 nlohmann::ordered_json stats_json(const MachineSpec& spec, const isa::Program& program,
-                                  const RunResult& run, const std::vector<OutputCheck>& outputs,
+                                  const RunResult& run, const FunctionalCheck& check,
                                   const isa::OpTable& ops) {
-  return nlohmann::ordered_json::parse(stats_text(spec, program, run, outputs, ops));
+  return nlohmann::ordered_json::parse(stats_text(spec, program, run, check, ops));
 }
 
 std::string summary_text(const MachineSpec& spec, const isa::Program& program, const RunResult& run,
-                         const std::vector<OutputCheck>& outputs) {
+                         const FunctionalCheck& check) {
   const std::vector<NodeStats> totals = level_totals(spec, run);
   std::string s;
   s += fmt::format("fracsim: {} on {} ({} levels, {} leaves), {} mode\n", program.name, spec.name,
@@ -280,7 +303,33 @@ std::string summary_text(const MachineSpec& spec, const isa::Program& program, c
                      t[Counter::pieces], t[Counter::load_bytes], t[Counter::store_bytes],
                      t[Counter::execute_cycles], t[Counter::lfu_elements]);
   }
-  for (const OutputCheck& c : outputs) {
+  if (check.instructions) {
+    const InstructionCheck& ic = *check.instructions;
+    if (ic.bit_exact == ic.instructions)
+      s += fmt::format(
+          "  instructions  all {} match the reference op on the machine's inputs bit for bit\n",
+          ic.instructions);
+    else if (ic.holds())
+      s += fmt::format(
+          "  instructions  all {} match the reference op on the machine's inputs ({} bit for "
+          "bit, {} within the reassociation bound)\n",
+          ic.instructions, ic.bit_exact, ic.within_bound);
+    else
+      s += fmt::format(
+          "  instructions  MISMATCH: {} of {} differ from the reference op on the machine's "
+          "inputs\n",
+          ic.failures.size(), ic.instructions);
+    constexpr size_t kListed = 5;
+    for (size_t i = 0; i < ic.failures.size() && i < kListed; ++i) {
+      const InstructionFailure& f = ic.failures[i];
+      s += fmt::format(
+          "    instruction {} {} ({}): {} of {} elements beyond its check (max abs diff {:g})\n",
+          f.index, f.name, f.op, f.beyond, f.elements, f.max_abs_diff);
+    }
+    if (ic.failures.size() > kListed)
+      s += fmt::format("    and {} more (stats.json)\n", ic.failures.size() - kListed);
+  }
+  for (const OutputCheck& c : check.outputs) {
     if (c.bit_exact == c.elements)
       s += fmt::format("  output {} {}: all {} elements match the reference bit for bit\n", c.name,
                        c.shape, c.elements);
@@ -289,6 +338,11 @@ std::string summary_text(const MachineSpec& spec, const isa::Program& program, c
           "  output {} {}: all {} elements match the reference ({} bit for bit, the "
           "rest within rtol {}; max abs diff {:g})\n",
           c.name, c.shape, c.elements, c.bit_exact, kOutputRtol, c.max_abs_diff);
+    else if (check.instructions && check.instructions->holds())
+      s += fmt::format(
+          "  output {} {}: {} of {} elements beyond rtol {} of the reference (max abs diff "
+          "{:g}): the reassociated sums of instructions that each hold\n",
+          c.name, c.shape, c.elements - c.within_tol, c.elements, kOutputRtol, c.max_abs_diff);
     else
       s += fmt::format(
           "  output {} {}: MISMATCH: {} of {} elements differ from the reference "

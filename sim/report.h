@@ -3,12 +3,14 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "isa/program.h"
+#include "sim/instruction_check.h"
 #include "sim/machine.h"
 
 namespace fracsim::sim {
@@ -32,20 +34,31 @@ constexpr double kOutputRtol = 1e-5;
 std::vector<OutputCheck> check_outputs(const isa::Program& program, const isa::OpTable& ops,
                                        const std::vector<uint8_t>& simulated);
 
+// What a functional run's checks found (empty for a timing run): its outputs against the whole
+// program run by the reference, and each instruction against the reference op on its inputs as
+// the machine gave them (InstructionChecker), where that was checked.
+struct FunctionalCheck {
+  std::vector<OutputCheck> outputs;
+  std::optional<InstructionCheck> instructions;
+  // The run computed what the program says: every instruction holds, or, where instructions
+  // were not checked, every output matches.
+  bool holds() const;
+};
+
 // stats.json, as the text written to the file (two-space indents, a final newline).
 // `ops` must be the op table the program ran with (the energy of its ops is priced by dtype).
 std::string stats_text(const MachineSpec& spec, const isa::Program& program, const RunResult& run,
-                       const std::vector<OutputCheck>& outputs,
+                       const FunctionalCheck& check,
                        const isa::OpTable& ops = isa::OpTable::builtin());
 // The same, parsed.
 nlohmann::ordered_json stats_json(const MachineSpec& spec, const isa::Program& program,
-                                  const RunResult& run, const std::vector<OutputCheck>& outputs,
+                                  const RunResult& run, const FunctionalCheck& check,
                                   const isa::OpTable& ops = isa::OpTable::builtin());
 
 // Per leaf unit, its work at peak over the run's cycles (each dtype at its own peak).
 std::array<double, isa::kUnitKinds> run_utilization(const MachineSpec& spec, const RunResult& run);
 
 std::string summary_text(const MachineSpec& spec, const isa::Program& program, const RunResult& run,
-                         const std::vector<OutputCheck>& outputs);
+                         const FunctionalCheck& check);
 
 }  // namespace fracsim::sim

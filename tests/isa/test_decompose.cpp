@@ -2,11 +2,8 @@
 // accepts: for random shapes, attributes, budgets and fan-outs, running the serial pieces, the
 // children and the LFU reductions with the reference semantics gives what the whole instruction
 // gives. Integer results are bit-exact. f32 results are bit-exact unless a reduce dim was split
-// across children (the LFU then reassociates a sum): each element may then differ by at most
-// 2 * (R - 1) * 2^-24 * S (2^-53 for f64; likewise for ops that declare `reassociates`), where R
-// is the number of terms summed into it and S the same result computed on the inputs' absolute
-// values, or the result itself when every term is non-negative (the classic bound for two orders
-// of a float sum; a product's terms are multiplied, S is then |result|).
+// across children (the LFU then reassociates a sum) or the op declares `reassociates`: they are
+// then held to the bound of isa/reassociation.h.
 //
 // FRACSIM_PROPERTY_CASES sets the number of cases per op and dtype row (100 in the quick set;
 // the long set runs 2,000).
@@ -26,6 +23,7 @@
 #include "isa/decompose/piece.h"
 #include "isa/decompose/sequential.h"
 #include "isa/error.h"
+#include "isa/reassociation.h"
 
 using namespace fracsim;
 using namespace fracsim::isa;
@@ -268,61 +266,21 @@ std::vector<NodeBudget> random_levels(std::mt19937_64& rng, const OpDef& op, con
   return levels;
 }
 
-// Number of terms summed into each output element: the product of reduce and whole dims.
-int64_t terms_per_output(const OpDef& op, const Instruction& in) {
-  std::vector<int64_t> ext = dim_extents(op, in);
-  int64_t n = 1;
-  for (size_t d = 0; d < ext.size(); ++d)
-    if (op.dims[d].kind == DimKind::reduce || op.dims[d].kind == DimKind::whole) n *= ext[d];
-  return n;
-}
-
+// Bit for bit, or, when reassociated, within the bound of isa/reassociation.h.
 void check_equal(const OpDef& op, const Case& c, const std::vector<uint8_t>& got,
                  const std::vector<uint8_t>& want, bool reassociated, const TensorRef& out) {
   MemoryView g{const_cast<uint8_t*>(got.data()), got.size()};
   MemoryView w{const_cast<uint8_t*>(want.data()), want.size()};
-  // The magnitude S of each element: the op on the absolute values of its inputs.
+  // The magnitude S of each element: the op on the absolute values of its operands.
   std::vector<uint8_t> mag = c.memory;
-  const bool real = out.dtype == DType::f32 || out.dtype == DType::f64;
-  if (reassociated && real) {
-    for (size_t o = 0; o < c.instr.operands.size(); ++o) {
-      const TensorRef& t = c.instr.operands[o];
-      for (int64_t i = 0; i < t.stored_elements(); ++i) {
-        if (t.dtype == DType::f32) {
-          float v;
-          std::memcpy(&v, &mag[t.address + 4 * i], 4);
-          v = std::fabs(v);
-          std::memcpy(&mag[t.address + 4 * i], &v, 4);
-        } else if (t.dtype == DType::f64) {
-          double v;
-          std::memcpy(&v, &mag[t.address + 8 * i], 8);
-          v = std::fabs(v);
-          std::memcpy(&mag[t.address + 8 * i], &v, 8);
-        }
-      }
-    }
-    execute_reference(op, c.instr, MemoryView{mag.data(), mag.size()});
-  }
   MemoryView m{mag.data(), mag.size()};
-  const double terms = static_cast<double>(terms_per_output(op, c.instr));
-  int64_t mismatches = 0;
-  const uint32_t es = dtype_size(out.dtype);
-  for_each_offset(out, [&](int64_t off) {
-    const uint64_t at = out.address + off * es;
-    if (std::memcmp(&got[at], &want[at], es) == 0) return;
-    if (!reassociated || !real) {
-      ++mismatches;
-      return;
-    }
-    // S: the op on |inputs| bounds sums of products; for sums of non-negative terms (distance)
-    // the result itself is S. The larger of the two is a bound for both.
-    const double s_mag =
-        std::max(std::fabs(load_element(out, off, m)), std::fabs(load_element(out, off, w)));
-    // f64 (sums in double) likewise with its 2^-53.
-    const double bound = 2.0 * terms * std::ldexp(1.0, out.dtype == DType::f64 ? -53 : -24) * s_mag;
-    if (std::fabs(load_element(out, off, g) - load_element(out, off, w)) > bound) ++mismatches;
-  });
-  CHECK_MESSAGE(mismatches == 0, op.name, " ", tensor_str(out));
+  if (reassociated) {
+    absolute_operands(c.instr, m);
+    execute_reference(op, c.instr, m);
+  }
+  const ElementCheck r =
+      compare_elements(out, g, w, reassociated ? &m : nullptr, terms_per_output(op, c.instr));
+  CHECK_MESSAGE(r.holds(), op.name, " ", tensor_str(out));
 }
 
 // A cost model of the random levels, for the `search` policy: each level's sub-block as its
