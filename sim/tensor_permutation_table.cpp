@@ -40,22 +40,49 @@ TensorPermutationTable::Entry TensorPermutationTable::make_entry(const isa::Tens
   d.add(local);
   d.add(bytes);
   d.add(whole ? 1 : 0);
-  return Entry{view, span.first, span.second, local, bytes, last_use, whole, d.h};
+  return Entry{span.first, span.second, local, bytes, last_use, whole, d.h};
 }
 
-void TensorPermutationTable::insert_by_local(std::vector<Entry>& table, Entry e) {
-  const auto at = std::upper_bound(table.begin(), table.end(), e.local,
+void TensorPermutationTable::Entries::insert(Entry e, const isa::TensorRef& view) {
+  const auto at = std::upper_bound(list.begin(), list.end(), e.local,
                                    [](uint64_t local, const Entry& x) { return local < x.local; });
-  table.insert(at, std::move(e));
+  views.insert(views.begin() + (at - list.begin()), view);
+  lo = std::min(lo, e.span_begin);
+  hi = std::max(hi, e.span_end);
+  list.insert(at, e);
 }
 
-std::vector<TensorPermutationTable::Entry>& TensorPermutationTable::entries() {
+template <typename Stale>
+size_t TensorPermutationTable::Entries::erase_if(Stale stale) {
+  size_t kept = 0;
+  lo = UINT64_MAX;
+  hi = 0;
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (stale(i)) continue;
+    if (kept != i) {
+      list[kept] = list[i];
+      views[kept] = std::move(views[i]);
+    }
+    lo = std::min(lo, list[kept].span_begin);
+    hi = std::max(hi, list[kept].span_end);
+    ++kept;
+  }
+  const size_t dropped = list.size() - kept;
+  list.erase(list.begin() + static_cast<std::ptrdiff_t>(kept), list.end());
+  views.erase(views.begin() + static_cast<std::ptrdiff_t>(kept), views.end());
+  return dropped;
+}
+
+void TensorPermutationTable::Entries::erase_at(size_t i) {
+  erase_if([i](size_t e) { return e == i; });
+}
+
+TensorPermutationTable::Entries& TensorPermutationTable::entries() {
   digest_known_ = false;
-  spans_.reset();
   if (!entries_)
-    entries_ = std::make_shared<std::vector<Entry>>();
+    entries_ = std::make_shared<Entries>();
   else if (entries_.use_count() > 1)
-    entries_ = std::make_shared<std::vector<Entry>>(*entries_);
+    entries_ = std::make_shared<Entries>(*entries_);
   return *entries_;
 }
 
@@ -70,14 +97,14 @@ bool TensorPermutationTable::try_place(const std::vector<uint64_t>& miss_bytes,
   uint64_t at = 0;
   if (busy.empty()) {
     if (entries_)
-      for (const Entry& e : *entries_) {  // in local order
+      for (const Entry& e : entries_->list) {  // in local order
         if (e.local > at) gaps.push_back({at, e.local});
         at = std::max(at, e.local + e.bytes);
       }
   } else {  // an overlapped instruction's tiles are taken too
     std::vector<std::pair<uint64_t, uint64_t>> held = busy;  // [begin, end)
     if (entries_)
-      for (const Entry& e : *entries_) held.emplace_back(e.local, e.local + e.bytes);
+      for (const Entry& e : entries_->list) held.emplace_back(e.local, e.local + e.bytes);
     std::sort(held.begin(), held.end());
     for (const auto& [begin, end] : held) {
       if (begin > at) gaps.push_back({at, begin});
@@ -149,7 +176,7 @@ std::optional<SegmentLayout> TensorPermutationTable::place_beside(
   // Without evicting, nothing changes unless it fits; only an attempt that evicts needs the
   // table kept to restore (which costs a copy of it).
   if (auto layout = place_among(requests, cyclic_bytes, busy, ring, false)) return layout;
-  const std::shared_ptr<std::vector<Entry>> before = entries_;  // copy on write keeps it
+  const std::shared_ptr<Entries> before = entries_;  // copy on write keeps it
   const uint64_t clock = clock_;
   const uint64_t digest = digest_;
   const bool known = digest_known_;
@@ -167,18 +194,17 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
     const std::vector<StaticRequest>& requests, uint64_t cyclic_bytes,
     const std::vector<std::pair<uint64_t, uint64_t>>& busy, std::optional<uint64_t> ring,
     bool evict) {
-  // A placement that only hits changes the entries' uses, not their views or places: what is
-  // derived from those alone (the digest, the span copy) stays.
-  const std::shared_ptr<const SpanIndex> spans = spans_;
+  // A placement that only hits changes the entries' uses, not their views or places: the
+  // digest, derived from those alone, stays.
   const uint64_t digest = digest_;
   const bool digest_known = digest_known_;
   auto unchanged = [&] {
-    spans_ = spans;
     digest_ = digest;
     digest_known_ = digest_known;
   };
   bool evicted = false;
-  std::vector<Entry>& table = entries();  // unshared from here on
+  Entries& all = entries();              // unshared from here on
+  std::vector<Entry>& table = all.list;  // its uses change here, its entries through `all`
   // Requests naming the same view share one tile.
   std::vector<size_t> uniq_of(requests.size());
   std::vector<size_t> uniq;  // first request of each distinct view
@@ -189,6 +215,14 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
     uniq_of[r] = u;
   }
 
+  // An entry of a request's view has its span: compared first.
+  std::vector<std::pair<uint64_t, uint64_t>> uniq_span(uniq.size());
+  for (size_t u = 0; u < uniq.size(); ++u) uniq_span[u] = requests[uniq[u]].view.byte_span();
+  auto holds = [&](size_t e, size_t u) {
+    return table[e].span_begin == uniq_span[u].first && table[e].span_end == uniq_span[u].second &&
+           all.views[e] == requests[uniq[u]].view;
+  };
+
   while (true) {
     std::vector<int> hit_entry(uniq.size(), -1);
     std::vector<bool> pinned(table.size(), false);
@@ -197,7 +231,7 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
       const StaticUse use = requests[uniq[u]].use;
       if (use != StaticUse::output)
         for (size_t e = 0; e < table.size(); ++e)
-          if (table[e].view == requests[uniq[u]].view) {
+          if (holds(e, u)) {
             hit_entry[u] = static_cast<int>(e);
             pinned[e] = true;
           }
@@ -224,7 +258,7 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
       for (size_t m = 0; m < misses.size(); ++m) {
         const StaticRequest& rq = requests[uniq[misses[m]]];
         if (rq.use == StaticUse::load) {
-          insert_by_local(table, make_entry(rq.view, miss_local[m], rq.bytes, 0));
+          all.insert(make_entry(rq.view, miss_local[m], rq.bytes, 0), rq.view);
           inserted = true;
         }
         local[misses[m]] = miss_local[m];
@@ -232,8 +266,8 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
       // Uses in request order: the later a request, the more recently used.
       for (size_t u = 0; u < uniq.size(); ++u)
         if (requests[uniq[u]].use != StaticUse::output)
-          for (Entry& e : table)
-            if (e.view == requests[uniq[u]].view) e.last_use = ++clock_;
+          for (size_t e = 0; e < table.size(); ++e)
+            if (holds(e, u)) table[e].last_use = ++clock_;
       if (!inserted && !evicted) unchanged();
       SegmentLayout out;
       out.cyclic_base = cyclic_base;
@@ -258,23 +292,25 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
         if (victim < 0 || table[e].last_use < table[victim].last_use) victim = static_cast<int>(e);
       }
     if (victim < 0) return std::nullopt;
-    table.erase(table.begin() + victim);
+    all.erase_at(static_cast<size_t>(victim));
     evicted = true;
   }
 }
 
 std::optional<ResidentView> TensorPermutationTable::containing(const isa::TensorRef& view) const {
   if (!entries_) return std::nullopt;
-  for (const Entry& e : *entries_)
-    if (e.whole && isa::view_within(e.view, view, e.local))
-      return ResidentView{e.view, e.local, e.bytes};
+  for (size_t i = 0; i < entries_->list.size(); ++i) {
+    const Entry& e = entries_->list[i];
+    if (e.whole && isa::view_within(entries_->views[i], view, e.local))
+      return ResidentView{entries_->views[i], e.local, e.bytes};
+  }
   return std::nullopt;
 }
 
 std::optional<uint64_t> TensorPermutationTable::lookup(const isa::TensorRef& view) const {
   if (!entries_) return std::nullopt;
-  for (const Entry& e : *entries_)
-    if (e.view == view) return e.local;
+  for (size_t i = 0; i < entries_->list.size(); ++i)
+    if (entries_->views[i] == view) return entries_->list[i].local;
   return std::nullopt;
 }
 
@@ -285,7 +321,7 @@ uint64_t TensorPermutationTable::usable_bytes() const {
 bool TensorPermutationTable::is_free(uint64_t begin, uint64_t end) const {
   if (end > usable_bytes()) return false;
   if (entries_)
-    for (const Entry& e : *entries_)
+    for (const Entry& e : entries_->list)
       if (meets(e.local, e.local + e.bytes, begin, end)) return false;
   return true;
 }
@@ -293,44 +329,30 @@ bool TensorPermutationTable::is_free(uint64_t begin, uint64_t end) const {
 void TensorPermutationTable::keep(const isa::TensorRef& view, uint64_t local, uint64_t bytes,
                                   bool whole) {
   Entry kept = make_entry(view, local, bytes, ++clock_, whole);
-  std::vector<Entry>& all = entries();
-  all.erase(std::remove_if(all.begin(), all.end(),
-                           [&](const Entry& e) {
-                             return meets(e.span_begin, e.span_end, kept.span_begin,
-                                          kept.span_end) ||
-                                    meets(e.local, e.local + e.bytes, local, local + bytes);
-                           }),
-            all.end());
-  insert_by_local(all, std::move(kept));
-}
-
-const TensorPermutationTable::SpanIndex& TensorPermutationTable::span_index() const {
-  if (!spans_) {
-    auto index = std::make_shared<SpanIndex>();
-    index->spans.reserve(size());
-    if (entries_)
-      for (const Entry& e : *entries_) {
-        index->spans.emplace_back(e.span_begin, e.span_end);
-        index->lo = std::min(index->lo, e.span_begin);
-        index->hi = std::max(index->hi, e.span_end);
-      }
-    spans_ = std::move(index);
-  }
-  return *spans_;
+  Entries& all = entries();
+  // The entries whose local bytes it takes: a run of the list, which is in local order.
+  const auto by_end = [](const Entry& e, uint64_t at) { return e.local + e.bytes <= at; };
+  const auto first = std::lower_bound(all.list.begin(), all.list.end(), local, by_end);
+  const auto last = std::lower_bound(first, all.list.end(), local + bytes,
+                                     [](const Entry& e, uint64_t at) { return e.local < at; });
+  const size_t a = static_cast<size_t>(first - all.list.begin()),
+               b = static_cast<size_t>(last - all.list.begin());
+  all.erase_if([&](size_t i) {
+    return (i >= a && i < b) ||
+           meets(all.list[i].span_begin, all.list[i].span_end, kept.span_begin, kept.span_end);
+  });
+  all.insert(kept, view);
 }
 
 int TensorPermutationTable::invalidate(uint64_t begin, uint64_t end) {
-  if (size() == 0) return 0;
-  const SpanIndex& index = span_index();
-  if (end <= index.lo || index.hi <= begin ||
-      std::none_of(index.spans.begin(), index.spans.end(),
-                   [&](const auto& s) { return meets(s.first, s.second, begin, end); }))
+  if (size() == 0 || end <= entries_->lo || entries_->hi <= begin) return 0;
+  const std::vector<Entry>& list = entries_->list;
+  if (std::none_of(list.begin(), list.end(),
+                   [&](const Entry& e) { return meets(e.span_begin, e.span_end, begin, end); }))
     return 0;
-  auto stale = [&](const Entry& e) { return meets(e.span_begin, e.span_end, begin, end); };
-  std::vector<Entry>& all = entries();
-  const auto before = all.size();
-  all.erase(std::remove_if(all.begin(), all.end(), stale), all.end());
-  return static_cast<int>(before - all.size());
+  Entries& all = entries();
+  return static_cast<int>(all.erase_if(
+      [&](size_t i) { return meets(all.list[i].span_begin, all.list[i].span_end, begin, end); }));
 }
 
 uint64_t TensorPermutationTable::digest() const {
@@ -338,7 +360,7 @@ uint64_t TensorPermutationTable::digest() const {
   Digest d;
   d.add(size());
   if (entries_)
-    for (const Entry& e : *entries_) d.add(e.digest);  // in local order
+    for (const Entry& e : entries_->list) d.add(e.digest);  // in local order
   digest_known_ = true;
   return digest_ = d.h;
 }
@@ -348,11 +370,11 @@ bool TensorPermutationTable::same_contents(const TensorPermutationTable& o) cons
   if (size() != o.size()) return false;
   // Both in local order (places never overlap): the same entry at each place, then the same
   // order of use between every two of them.
-  const std::vector<Entry>& a = *entries_;
-  const std::vector<Entry>& b = *o.entries_;
+  const std::vector<Entry>& a = entries_->list;
+  const std::vector<Entry>& b = o.entries_->list;
   for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].local != b[i].local || a[i].bytes != b[i].bytes || a[i].view != b[i].view ||
-        a[i].whole != b[i].whole)
+    if (a[i].local != b[i].local || a[i].bytes != b[i].bytes ||
+        entries_->views[i] != o.entries_->views[i] || a[i].whole != b[i].whole)
       return false;
   // Taken in a's order of use, b's uses rise where a's do and tie where a's tie: every two
   // entries compare alike (the least recently used, the victim, is the same entry).

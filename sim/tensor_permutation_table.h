@@ -123,7 +123,7 @@ class TensorPermutationTable {
   // Drops every entry whose span in the parent memory overlaps [begin, end); returns how many.
   int invalidate(uint64_t begin, uint64_t end);
 
-  size_t size() const { return entries_ ? entries_->size() : 0; }
+  size_t size() const { return entries_ ? entries_->list.size() : 0; }
   uint64_t capacity() const { return capacity_; }
   // The capacity in whole tiles (isa::kTileAlign): what placements may use.
   uint64_t usable_bytes() const;
@@ -136,8 +136,9 @@ class TensorPermutationTable {
   bool same_contents(const TensorPermutationTable& o) const;
 
  private:
+  // An entry of the table but its view (Entries::views): what every scan of the table reads,
+  // kept small.
   struct Entry {
-    isa::TensorRef view;
     uint64_t span_begin = 0, span_end = 0;  // the view's bytes in the parent memory
     uint64_t local = 0, bytes = 0;
     uint64_t last_use = 0;
@@ -160,26 +161,27 @@ class TensorPermutationTable {
                                            const std::vector<std::pair<uint64_t, uint64_t>>& busy,
                                            std::optional<uint64_t> ring, bool evict);
 
-  // Entries lie in the order of their local addresses (they never overlap there), so that the
-  // free gaps are found in one pass.
-  static void insert_by_local(std::vector<Entry>& table, Entry e);
+  // The entries in the order of their local addresses (they never overlap there), so that the
+  // free gaps are found in one pass, their views in the same order apart, and the hull of their
+  // spans: invalidate() is called for every span any sibling writes and seldom finds anything.
+  // Changed only through insert, erase_at and erase_if, which keep them in step.
+  struct Entries {
+    std::vector<Entry> list;
+    std::vector<isa::TensorRef> views;  // views[i]: list[i]'s, in the parent's memory
+    uint64_t lo = UINT64_MAX, hi = 0;   // the spans' hull
+    void insert(Entry e, const isa::TensorRef& view);  // at its place in local order
+    void erase_at(size_t i);
+    // Drops every entry i (its index in `list`) for which stale(i) holds; returns how many.
+    template <typename Stale>
+    size_t erase_if(Stale stale);
+  };
   // Copy on write: folding copies whole subtrees of tables, most of them unchanged since.
-  // The only way to change the entries; it forgets the cached digest and span copy.
-  std::vector<Entry>& entries();
+  // The only way to change the entries; it forgets the cached digest.
+  Entries& entries();
 
   uint64_t capacity_;
   uint64_t clock_ = 0;  // use stamps
-  std::shared_ptr<std::vector<Entry>> entries_;
-  // The entries' spans in the parent memory, packed, and their hull: invalidate() is called
-  // for every span any sibling writes and seldom finds anything, which these answer without
-  // reading the entries. Built when first asked after a change; shared by the copies that
-  // share the entries.
-  struct SpanIndex {
-    std::vector<std::pair<uint64_t, uint64_t>> spans;
-    uint64_t lo = UINT64_MAX, hi = 0;
-  };
-  const SpanIndex& span_index() const;
-  mutable std::shared_ptr<const SpanIndex> spans_;
+  std::shared_ptr<Entries> entries_;
   // digest() of the entries, once computed: folding asks for the digests of every child after
   // each instruction, and most tables (copies among them) have not changed since.
   mutable uint64_t digest_ = 0;
