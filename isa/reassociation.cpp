@@ -21,24 +21,36 @@ bool may_reassociate(const OpDef& op) {
                                         [](const DimDef& d) { return d.kind == DimKind::reduce; });
 }
 
+namespace {
+
+// The f32 (size 4) or f64 element at `at` replaced by its absolute value.
+void make_absolute(uint8_t* at, uint32_t size) {
+  if (size == 4) {
+    float v;
+    std::memcpy(&v, at, 4);
+    v = std::fabs(v);
+    std::memcpy(at, &v, 4);
+  } else {
+    double v;
+    std::memcpy(&v, at, 8);
+    v = std::fabs(v);
+    std::memcpy(at, &v, 8);
+  }
+}
+
+}  // namespace
+
 void absolute_operands(const Instruction& instr, MemoryView mem) {
   for (const TensorRef& t : instr.operands) {
     if (t.dtype != DType::f32 && t.dtype != DType::f64) continue;
     const uint32_t es = dtype_size(t.dtype);
-    for_each_offset(t, [&](int64_t off) {
-      uint8_t* at = mem.data + t.address + off * es;
-      if (t.dtype == DType::f32) {
-        float v;
-        std::memcpy(&v, at, 4);
-        v = std::fabs(v);
-        std::memcpy(at, &v, 4);
-      } else {
-        double v;
-        std::memcpy(&v, at, 8);
-        v = std::fabs(v);
-        std::memcpy(at, &v, 8);
-      }
-    });
+    const auto [begin, end] = t.byte_span();
+    // A view that fills its span (dense) element by element; else by its offsets.
+    if ((end - begin) / es == static_cast<uint64_t>(t.stored_elements())) {
+      for (uint64_t at = begin; at < end; at += es) make_absolute(mem.data + at, es);
+    } else {
+      for_each_offset(t, [&](int64_t off) { make_absolute(mem.data + t.address + off * es, es); });
+    }
   }
 }
 
