@@ -43,6 +43,7 @@ struct FunctionalCheck {
   // The run computed what the program says: every instruction holds, or, where instructions
   // were not checked, every output matches.
   bool holds() const;
+  bool outputs_match() const;  // every output within the tolerance of the whole program's
 };
 
 // stats.json, as the text written to the file (two-space indents, a final newline).

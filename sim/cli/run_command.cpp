@@ -1,5 +1,4 @@
 // `fracsim run`: simulates a program on a machine, prints the summary and writes stats.json.
-#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -205,11 +204,10 @@ int cmd_run(const Command& self, const std::vector<std::string>& args) {
   std::cout << fmt::format("  wall time     {:.6f} s\n  stats         {}\n", wall, stats_path);
   if (mode == sim::Mode::functional) {
     if (!check.holds()) return 1;
-    const bool outputs = std::all_of(check.outputs.begin(), check.outputs.end(),
-                                     [](const sim::OutputCheck& c) { return c.match(); });
-    std::cout << (outputs ? "outputs match the reference\n"
-                          : "every instruction matches the reference; the outputs differ by "
-                            "the sums it reassociates\n");
+    std::cout << (check.outputs_match()
+                      ? "outputs match the reference\n"
+                      : "every instruction matches the reference; the outputs differ by "
+                        "the sums it reassociates\n");
   }
   return 0;
 }

@@ -129,3 +129,31 @@ TEST_CASE("a functional run feeds the check every instruction in order, and name
                   "    instruction 0 #0 (matmul): 1 of 1 elements beyond its check (max abs "
                   "diff 4.76837e-07)\n") != std::string::npos);
 }
+
+TEST_CASE("a cancelling sum is bounded by its terms' magnitudes, not by its result") {
+  // y = [1, 1] . [1, -1] = 0: the reference's |y| bounds nothing, the op on absolute values
+  // gives S = 2, so the bound is 2 R 2^-24 S = 2 * 2 * 2^-24 * 2 = 2^-21.
+  const isa::Program p = isa::assemble(
+      ".program cancel\n"
+      ".footprint 64\n"
+      ".symbol output y f32@0x20[1,1,1:1,1,1]\n"
+      ".data bytes 0x0 f32 2 0000803f0000803f\n"
+      ".data bytes 0x10 f32 2 0000803f000080bf\n"
+      "matmul a=f32@0x0[1,1,2:0,2,1] b=f32@0x10[1,2,1:0,1,1] out=f32@0x20[1,1,1:0,1,1] "
+      "accumulate=0\n",
+      "cancel.fasm", isa::OpTable::builtin());
+  auto check_y = [&](float y) {
+    InstructionChecker checker(p, isa::OpTable::builtin());
+    std::vector<uint8_t> m(64, 0);
+    isa::MemoryView v{m.data(), m.size()};
+    for (const isa::DataSegment& seg : p.data) isa::fill_data_segment(seg, v);
+    std::memcpy(&m[0x20], &y, 4);
+    checker.retired(0, v);
+    return checker.result();
+  };
+  CHECK(check_y(0.0f).bit_exact == 1);
+  CHECK(check_y(std::ldexp(1.0f, -21)).within_bound == 1);
+  const InstructionCheck beyond = check_y(std::ldexp(1.0f, -20));
+  REQUIRE(beyond.failures.size() == 1);
+  CHECK(beyond.failures[0].max_abs_diff == std::ldexp(1.0, -20));
+}
