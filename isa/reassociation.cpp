@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "isa/decompose/piece.h"
 
@@ -71,9 +72,15 @@ ElementCheck compare_elements(const TensorRef& out, MemoryView got, MemoryView w
     const double g = load_element(out, off, got), w = load_element(out, off, want);
     const double diff = std::fabs(g - w);
     c.max_abs_diff = std::max(c.max_abs_diff, diff);
-    if (!real || !magnitude) return;
+    if (!real || !magnitude) {
+      c.max_bound_use = std::numeric_limits<double>::infinity();
+      return;
+    }
     const double s = std::max(std::fabs(load_element(out, off, *magnitude)), std::fabs(w));
-    if (diff <= 2.0 * static_cast<double>(terms) * unit * s) ++c.within_bound;
+    const double bound = 2.0 * static_cast<double>(terms) * unit * s;
+    if (diff <= bound) ++c.within_bound;
+    c.max_bound_use = std::max(c.max_bound_use,
+                               bound > 0 ? diff / bound : std::numeric_limits<double>::infinity());
   });
   return c;
 }

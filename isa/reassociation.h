@@ -36,6 +36,9 @@ struct ElementCheck {
   int64_t bit_exact = 0;     // identical to the reference's, bit for bit
   int64_t within_bound = 0;  // bit for bit or within the bound (bit_exact included)
   double max_abs_diff = 0;
+  // The largest difference as a share of its element's bound, over the elements that differ
+  // (0 when none does; infinite for one without a bound: an integer, or no `magnitude`).
+  double max_bound_use = 0;
   bool holds() const { return within_bound == elements; }
 };
 

@@ -104,19 +104,23 @@ void InstructionChecker::retired(size_t k, isa::MemoryView memory) {
     }
     const isa::MemoryView m{magnitude.data(), magnitude.size()};
     const int64_t terms = isa::terms_per_output(op, c.instr);
-    InstructionFailure f{k, isa::instruction_name(program_, k), op.name, 0, 0, 0};
+    InstructionDifference f{k, isa::instruction_name(program_, k), op.name};
     for (size_t o = 0; o < op.operands.size(); ++o)
       if (op.operands[o].role == isa::OperandRole::out) {
         const isa::ElementCheck e =
             isa::compare_elements(c.instr.operands[o], g, w, bound ? &m : nullptr, terms);
         f.elements += e.elements;
+        f.differing += e.elements - e.bit_exact;
         f.beyond += e.elements - e.within_bound;
         f.max_abs_diff = std::max(f.max_abs_diff, e.max_abs_diff);
+        f.bound_used = std::max(f.bound_used, e.max_bound_use);
       }
-    if (f.beyond == 0)
+    if (f.beyond == 0) {
       ++result_.within_bound;
-    else
+      result_.reassociated.push_back(std::move(f));
+    } else {
       result_.failures.push_back(std::move(f));
+    }
   }
   // From here on the memory holds what the machine computed.
   for (size_t o = 0; o < op.operands.size(); ++o)

@@ -17,19 +17,27 @@
 
 namespace fracsim::sim {
 
-struct InstructionFailure {
+// An instruction whose outputs are not the reference's bit for bit.
+struct InstructionDifference {
   size_t index = 0;  // in the program, from 0
   std::string name;  // isa::instruction_name
   std::string op;
-  int64_t elements = 0, beyond = 0;  // output elements compared; those beyond the check
+  int64_t elements = 0;   // output elements compared
+  int64_t differing = 0;  // not bit for bit
+  int64_t beyond = 0;     // beyond the check (bit for bit, or the reassociation bound)
   double max_abs_diff = 0;
+  // The largest difference as a share of its element's reassociation bound (ElementCheck's
+  // max_bound_use): at most 1 when the instruction holds.
+  double bound_used = 0;
 };
 
 struct InstructionCheck {
-  int64_t instructions = 0;                  // checked
-  int64_t bit_exact = 0;                     // every output element the reference's, bit for bit
-  int64_t within_bound = 0;                  // the rest that hold: within the reassociation bound
-  std::vector<InstructionFailure> failures;  // every instruction that does not hold
+  int64_t instructions = 0;  // checked
+  int64_t bit_exact = 0;     // every output element the reference's, bit for bit
+  // The rest that hold, within the reassociation bound: where the machine reordered a sum.
+  int64_t within_bound = 0;
+  std::vector<InstructionDifference> reassociated;  // those, in program order
+  std::vector<InstructionDifference> failures;      // every instruction that does not hold
   bool holds() const { return failures.empty(); }
 };
 

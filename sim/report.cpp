@@ -227,17 +227,27 @@ std::string stats_text(const MachineSpec& spec, const isa::Program& program, con
     j["outputs"] = outs;
     if (check.instructions) {
       const InstructionCheck& ic = *check.instructions;
-      ordered_json failing = ordered_json::array();
-      for (const InstructionFailure& f : ic.failures)
-        failing.push_back({{"index", f.index},
-                           {"name", f.name},
-                           {"op", f.op},
-                           {"elements", f.elements},
-                           {"beyond_bound", f.beyond},
-                           {"max_abs_diff", f.max_abs_diff}});
+      auto listed = [](const std::vector<InstructionDifference>& list, bool failing) {
+        ordered_json a = ordered_json::array();
+        for (const InstructionDifference& f : list) {
+          ordered_json e = {{"index", f.index},
+                            {"name", f.name},
+                            {"op", f.op},
+                            {"elements", f.elements},
+                            {"differing", f.differing}};
+          if (failing) e["beyond_bound"] = f.beyond;
+          e["max_abs_diff"] = f.max_abs_diff;
+          if (!failing) e["bound_used"] = f.bound_used;  // finite: at most 1
+          a.push_back(std::move(e));
+        }
+        return a;
+      };
+      const ordered_json failing = listed(ic.failures, true);
+      const ordered_json reassociated = listed(ic.reassociated, false);
       j["instructions"] = {{"checked", ic.instructions},
                            {"bit_exact", ic.bit_exact},
                            {"within_bound", ic.within_bound},
+                           {"reassociated", reassociated},
                            {"failing", failing}};
     }
     j["match"] = check.holds();
@@ -324,13 +334,27 @@ std::string summary_text(const MachineSpec& spec, const isa::Program& program, c
           ic.failures.size(), ic.instructions);
     constexpr size_t kListed = 5;
     for (size_t i = 0; i < ic.failures.size() && i < kListed; ++i) {
-      const InstructionFailure& f = ic.failures[i];
+      const InstructionDifference& f = ic.failures[i];
       s += fmt::format(
           "    instruction {} {} ({}): {} of {} elements beyond its check (max abs diff {:g})\n",
           f.index, f.name, f.op, f.beyond, f.elements, f.max_abs_diff);
     }
     if (ic.failures.size() > kListed)
       s += fmt::format("    and {} more (stats.json)\n", ic.failures.size() - kListed);
+    // Where the machine reordered sums, those that came nearest their bound first.
+    std::vector<const InstructionDifference*> near;
+    for (const InstructionDifference& f : ic.reassociated) near.push_back(&f);
+    std::stable_sort(near.begin(), near.end(),
+                     [](const auto* a, const auto* b) { return a->bound_used > b->bound_used; });
+    for (size_t i = 0; i < near.size() && i < kListed; ++i) {
+      const InstructionDifference& f = *near[i];
+      s += fmt::format(
+          "    instruction {} {} ({}): {} of {} elements reassociated, within the bound (max abs "
+          "diff {:g}, {:.1f}% of the bound at most)\n",
+          f.index, f.name, f.op, f.differing, f.elements, f.max_abs_diff, 100 * f.bound_used);
+    }
+    if (near.size() > kListed)
+      s += fmt::format("    and {} more within the bound (stats.json)\n", near.size() - kListed);
   }
   for (const OutputCheck& c : check.outputs) {
     if (c.bit_exact == c.elements)

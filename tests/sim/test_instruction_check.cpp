@@ -75,11 +75,23 @@ TEST_CASE("each instruction is checked against the reference op on the machine's
     CHECK(c.bit_exact == 1);
     CHECK(c.within_bound == 1);
     CHECK(c.holds());
+    // Named among the reassociated, one ulp of its three: a third of its bound.
+    REQUIRE(c.reassociated.size() == 1);
+    CHECK(c.reassociated[0].index == 0);
+    CHECK(c.reassociated[0].name == "#0");
+    CHECK(c.reassociated[0].op == "matmul");
+    CHECK(c.reassociated[0].elements == 1);
+    CHECK(c.reassociated[0].differing == 1);
+    CHECK(c.reassociated[0].beyond == 0);
+    CHECK(c.reassociated[0].max_abs_diff == std::ldexp(1.0, -23));
+    CHECK(c.reassociated[0].bound_used == 1.0 / 3);
   }
   SUBCASE("three ulps off is the bound itself: within") {
     const InstructionCheck c = check(1.0f + 3 * kUlp, 1.5f + 3 * kUlp);
     CHECK(c.within_bound == 1);
     CHECK(c.holds());
+    REQUIRE(c.reassociated.size() == 1);
+    CHECK(c.reassociated[0].bound_used == 1.0);
   }
   SUBCASE("four ulps off: the matmul fails, named with its difference") {
     const InstructionCheck c = check(1.0f + 4 * kUlp, 1.5f + 4 * kUlp);
@@ -90,6 +102,7 @@ TEST_CASE("each instruction is checked against the reference op on the machine's
     CHECK(c.failures[0].name == "#0");
     CHECK(c.failures[0].op == "matmul");
     CHECK(c.failures[0].elements == 1);
+    CHECK(c.failures[0].differing == 1);
     CHECK(c.failures[0].beyond == 1);
     CHECK(c.failures[0].max_abs_diff == std::ldexp(1.0, -21));
     CHECK_FALSE(c.holds());
@@ -101,6 +114,7 @@ TEST_CASE("each instruction is checked against the reference op on the machine's
     CHECK(c.failures[0].index == 1);
     CHECK(c.failures[0].op == "eltwise");
     CHECK(c.failures[0].max_abs_diff == std::ldexp(1.0, -23));
+    CHECK(c.reassociated.empty());
   }
 }
 
@@ -128,6 +142,23 @@ TEST_CASE("a functional run feeds the check every instruction in order, and name
                   "machine's inputs\n"
                   "    instruction 0 #0 (matmul): 1 of 1 elements beyond its check (max abs "
                   "diff 4.76837e-07)\n") != std::string::npos);
+  // One ulp off: the matmul named among those within the bound, with its share of the bound.
+  FunctionalCheck reordered;
+  reordered.instructions = check(1.0f + kUlp, 1.5f + kUlp);
+  CHECK(summary_text(spec, program(), run, reordered)
+            .find("  instructions  all 2 match the reference op on the machine's inputs (1 bit "
+                  "for bit, 1 within the reassociation bound)\n"
+                  "    instruction 0 #0 (matmul): 1 of 1 elements reassociated, within the bound "
+                  "(max abs diff 1.19209e-07, 33.3% of the bound at most)\n") != std::string::npos);
+  // stats.json lists both kinds, each instruction with its figures.
+  const nlohmann::ordered_json j = stats_json(spec, program(), run, failed)["instructions"];
+  CHECK(j.dump() ==
+        R"({"checked":2,"bit_exact":1,"within_bound":0,"reassociated":[],"failing":[{"index":0,)"
+        R"("name":"#0","op":"matmul","elements":1,"differing":1,"beyond_bound":1,)"
+        R"("max_abs_diff":4.76837158203125e-07}]})");
+  CHECK(stats_json(spec, program(), run, reordered)["instructions"]["reassociated"].dump() ==
+        R"([{"index":0,"name":"#0","op":"matmul","elements":1,"differing":1,)"
+        R"("max_abs_diff":1.1920928955078125e-07,"bound_used":0.3333333333333333}])");
 }
 
 TEST_CASE("a cancelling sum is bounded by its terms' magnitudes, not by its result") {
