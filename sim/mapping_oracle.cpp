@@ -5,6 +5,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -85,6 +86,72 @@ RunResult simulate_recorded(const MachineSpec& spec, const isa::OpTable& ops,
   RunResult result = simulate(spec, ops, program, Mode::timing, sim);
   options.timeline(name, trace.json());
   return result;
+}
+
+// `text` (OracleOptions::candidates) read against the op's dims and the top node's piece
+// `top`: tile lengths rebalanced as the space's are, parts of every parallel dim (1 where not
+// given). `partitioned`: whether `text` gives parts (a `|`).
+MapCandidate parse_candidate(const isa::OpDef& op, const isa::Instruction& top, int fanout,
+                             const std::string& text, bool& partitioned) {
+  auto fail = [&](const std::string& why) {
+    return ConfigError(fmt::format("fracsim map: --candidate '{}': {}", text, why));
+  };
+  const std::vector<int64_t> ext = isa::dim_extents(op, top);
+  const size_t bar = text.find('|');
+  partitioned = bar != std::string::npos;
+  if (partitioned && fanout == 1)
+    throw fail("the top node has no children to partition its pieces across (nothing after '|')");
+  MapCandidate c{ext, {}};
+  if (fanout > 1) c.parts.assign(ext.size(), 1);
+  auto read = [&](const std::string& items, bool parts) {
+    std::istringstream in(items);
+    std::string item;
+    std::set<size_t> given;
+    while (in >> item) {
+      const size_t eq = item.find('=');
+      const std::string name = item.substr(0, eq == std::string::npos ? item.size() : eq);
+      size_t d = 0;
+      while (d < op.dims.size() && op.dims[d].name != name) ++d;
+      const bool allowed = d < op.dims.size() && (parts ? op.dims[d].kind == isa::DimKind::parallel
+                                                        : isa::splittable(op.dims[d]));
+      if (!allowed) {
+        std::vector<std::string> names;
+        for (const isa::DimDef& dim : op.dims)
+          if (parts ? dim.kind == isa::DimKind::parallel : isa::splittable(dim))
+            names.push_back(dim.name);
+        throw fail(fmt::format("no dim '{}' among {}'s {} ({})", name, op.name,
+                               parts ? "parallel dims, which the parts split" : "splittable dims",
+                               fmt::join(names, " ")));
+      }
+      if (!given.insert(d).second) throw fail(fmt::format("{} given twice", name));
+      const std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+      size_t used = 0;
+      long long v = 0;
+      try {
+        if (!value.empty() && value[0] >= '0' && value[0] <= '9') v = std::stoll(value, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != value.size() || v < 1)
+        throw fail(fmt::format("{}: expected {}=N, N a whole number of at least 1, got '{}'", name,
+                               name, item));
+      if (v > std::max<int64_t>(ext[d], 1))
+        throw fail(
+            fmt::format("{}={}: more than the dim's extent {} at the top node", name, v, ext[d]));
+      (parts ? c.parts : c.tile)[d] = v;
+    }
+  };
+  read(text.substr(0, bar), false);
+  if (partitioned) {
+    read(text.substr(bar + 1), true);
+    int64_t used = 1;
+    for (int64_t p : c.parts) used *= p;
+    if (used > fanout)
+      throw fail(
+          fmt::format("{} parts in all, more than the top node's {} children", used, fanout));
+  }
+  c.tile = rebalanced(ext, c.tile);
+  return c;
 }
 
 }  // namespace
@@ -185,7 +252,28 @@ OracleResult map_instruction(const MachineSpec& spec, const isa::OpTable& ops,
   };
 
   std::vector<MapCandidate> candidates;
-  if (options.sample == 0) {
+  if (!options.candidates.empty()) {
+    r.listed = true;
+    for (const std::string& text : options.candidates) {
+      bool partitioned = false;
+      MapCandidate c = parse_candidate(op, r.top, r.fanout, text, partitioned);
+      if (!isa::tiling_legal(op, r.top, c.tile))
+        throw ConfigError(fmt::format(
+            "fracsim map: --candidate '{}': the tiling splits a reduce dim whose reduce dims "
+            "before it are not at tiles of 1 (its pieces would not add in the reference order)",
+            text));
+      if (isa::tiling_cost(op, ops, r.top, c.tile, budget) > isa::budget_limit(budget))
+        throw ConfigError(fmt::format(
+            "fracsim map: --candidate '{}': the tiling does not fit the top node's memory "
+            "({}: {} bytes needed, {} available)",
+            text, r.level_name, isa::tiling_cost(op, ops, r.top, c.tile, budget),
+            isa::budget_limit(budget)));
+      if (r.fanout > 1 && !partitioned)
+        c.parts = policy_parts(op, ops, model, isa::worst_case_piece(op, r.top, c.tile), r.fanout);
+      if (std::find(candidates.begin(), candidates.end(), c) == candidates.end())
+        candidates.push_back(std::move(c));
+    }
+  } else if (options.sample == 0) {
     std::set<std::vector<int64_t>> seen;
     for (uint64_t i = 0; i < r.tilings; ++i) {
       const std::vector<int64_t> t = decode(i);
@@ -299,7 +387,10 @@ std::string oracle_text(const isa::OpTable& ops, const OracleResult& r, size_t s
   s += fmt::format("  top node      level 0 ({}), {} children; it receives {}\n", r.level_name,
                    r.fanout, instruction_text(op, r.top));
   s += fmt::format("  tilings       {} in the product of the tile lengths per dim\n", r.tilings);
-  if (!r.sampled)
+  if (r.listed)
+    s += fmt::format("  space         the {} candidates given (--candidate)\n",
+                     r.rows.size() + r.unfit);
+  else if (!r.sampled)
     s += fmt::format("  space         {} candidates: {} legal fitting tilings x their partitions\n",
                      r.space, r.fitting_tilings);
   else

@@ -41,6 +41,13 @@ struct OracleOptions {
   uint64_t seed = 1;
   // When > 0, only tilings of at most this many pieces (simulation time grows with them).
   uint64_t max_pieces = 0;
+  // When not empty, exactly these candidates instead of the space or a sample, each written as
+  // the report prints one (`Co=256 Ho=7 Wo=56 | Co=8 Wo=4`): a tile length per splittable dim,
+  // a dim not given left whole; after `|`, parts per parallel dim, a dim not given unsplit
+  // (without `|`, the policy's partition of the tiling's largest piece). Throws ConfigError
+  // naming the candidate when one is malformed, illegal (a reduce dim split out of the
+  // reference order) or does not fit the top node's memory.
+  std::vector<std::string> candidates;
   // When set, every simulation records its stages' timeline (TraceRecorder's trace-event JSON)
   // and hands it here with a name: `chosen` for the plain run of the policy's choice, else the
   // candidate's (candidate_name).
@@ -72,6 +79,7 @@ struct OracleResult {
   uint64_t fitting_tilings = 0;  // full enumeration: those legal and fitting
   uint64_t space = 0;            // full enumeration: candidates (tilings x partitions)
   bool sampled = false;
+  bool listed = false;  // OracleOptions::candidates
   uint64_t sample = 0, seed = 0, draws = 0;
   uint64_t neighbours = 0;  // sample: candidates of the choice's neighbourhood
   uint64_t max_pieces = 0;

@@ -22,7 +22,7 @@ namespace {
 
 struct MapFlags {
   std::string config, workload, instruction, sample, seed = "1", shown = "10", max_pieces, trace;
-  std::vector<std::string> sets;
+  std::vector<std::string> sets, candidates;
   CompileFlags compile;
 };
 
@@ -39,6 +39,11 @@ po::options_description map_options(MapFlags& f) {
       "N: simulate the choice's neighbourhood and N distinct candidates drawn with "
       "std::mt19937_64 instead of the whole space");
   add("seed", po::value(&f.seed)->default_value(f.seed), "S: the seed of --sample's draws");
+  add("candidate", po::value(&f.candidates),
+      "C: simulate this candidate (repeatable) instead of the space or a sample, written as the "
+      "report lists one: 'Co=256 Ho=7 | Co=8 Wo=4', tile lengths (a dim not given whole), then "
+      "after '|' parts per parallel dim (a dim not given unsplit; without '|', the policy's "
+      "partition)");
   add("max-pieces", po::value(&f.max_pieces),
       "P: only tilings of at most P pieces at the top node (simulation time grows with them)");
   add("show", po::value(&f.shown)->default_value(f.shown), "N: the fastest candidates listed");
@@ -75,6 +80,11 @@ int cmd_map(const Command& self, const std::vector<std::string>& args) {
   const uint64_t index = count_flag("instruction", f.instruction, 0);
   sim::OracleOptions options;
   if (!f.sample.empty()) options.sample = count_flag("sample", f.sample, 1);
+  if (!f.sample.empty() && !f.candidates.empty())
+    throw ConfigError(
+        "fracsim map: --sample and --candidate: give one (a sample of the space, "
+        "or the candidates to simulate)");
+  options.candidates = f.candidates;
   options.seed = count_flag("seed", f.seed, 0);
   if (!f.max_pieces.empty()) options.max_pieces = count_flag("max-pieces", f.max_pieces, 1);
   const uint64_t shown = count_flag("show", f.shown, 0);

@@ -48,6 +48,17 @@ TEST_CASE("map: bad flags and an instruction out of range exit 2 naming the flag
   r = run_fracsim("map -m configs/tiny.yaml -w workloads/mlp.yaml --instruction 0 --sample 0");
   CHECK(r.code == 2);
   CHECK(r.out == "error: fracsim map: --sample: expected a whole number of at least 1, got '0'\n");
+  r = run_fracsim(
+      "map -m configs/tiny.yaml -w workloads/mlp.yaml --instruction 0 --sample 2 --candidate M=8");
+  CHECK(r.code == 2);
+  CHECK(r.out ==
+        "error: fracsim map: --sample and --candidate: give one (a sample of the space, or the "
+        "candidates to simulate)\n");
+  r = run_fracsim("map -m configs/tiny.yaml -w workloads/mlp.yaml --instruction 0 --candidate Q=1");
+  CHECK(r.code == 2);
+  CHECK(r.out ==
+        "error: fracsim map: --candidate 'Q=1': no dim 'Q' among matmul_bias_act's splittable "
+        "dims (B M N K)\n");
   r = run_fracsim("map -m configs/tiny.yaml -w workloads/mlp.yaml --instruction 99");
   CHECK(r.code == 2);
   CHECK(r.out ==

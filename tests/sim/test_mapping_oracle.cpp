@@ -306,3 +306,73 @@ TEST_CASE("a node splits every piece of an instruction as its first: the plain r
   CHECK(r.chosen_cycles == 143896);
   CHECK(r.chosen_pinned_cycles == r.chosen_cycles);
 }
+
+TEST_CASE("oracle: candidates given as the report writes them are simulated as the space's") {
+  const MachineSpec spec = parse_machine_spec(kMachine, "two.yaml");
+  const isa::OpTable& ops = isa::OpTable::builtin();
+  const OracleResult space = map_instruction(spec, ops, matmul_program(), 0, OracleOptions{});
+  auto row_of = [&](const MapCandidate& c) {
+    auto it = std::find_if(space.rows.begin(), space.rows.end(),
+                           [&](const OracleRow& row) { return row.candidate == c; });
+    REQUIRE(it != space.rows.end());
+    return *it;
+  };
+  OracleOptions o;
+  // Tiles of 4 along M and K, N in 2 across the cores; the same again (simulated once); M at 3,
+  // which is rebalanced as the space's tiles are (8 in 3 pieces: 3, 3, 2) and, without '|',
+  // takes the policy's partition.
+  o.candidates = {"M=4 K=4 | N=2", "B=1 M=4 N=8 K=4 | B=1 M=1 N=2", "M=3"};
+  const OracleResult r = map_instruction(spec, ops, matmul_program(), 0, o);
+  CHECK(r.listed);
+  REQUIRE(r.rows.size() == 2);
+  CHECK(r.unfit == 0);
+  const MapCandidate given{{1, 4, 8, 4}, {1, 1, 2, 1}};
+  const OracleRow three = r.rows[0].candidate == given ? r.rows[1] : r.rows[0];
+  const OracleRow four = r.rows[0].candidate == given ? r.rows[0] : r.rows[1];
+  CHECK(four.candidate == given);
+  CHECK(four.cycles == row_of(given).cycles);
+  CHECK(four.estimate == row_of(given).estimate);
+  CHECK(three.candidate.tile == std::vector<int64_t>{1, 3, 8, 8});
+  CHECK(three.cycles == row_of(three.candidate).cycles);
+  CHECK(r.chosen_cycles == space.chosen_cycles);
+  CHECK(oracle_text(ops, r, 5).find("  space         the 2 candidates given (--candidate)\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("oracle: a candidate given wrong is a ConfigError naming it and what is wrong") {
+  const MachineSpec spec = parse_machine_spec(kMachine, "two.yaml");
+  const isa::OpTable& ops = isa::OpTable::builtin();
+  auto error = [&](const std::string& text, const MachineSpec& s) {
+    OracleOptions o;
+    o.candidates = {text};
+    try {
+      map_instruction(s, ops, matmul_program(), 0, o);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string head = "fracsim map: --candidate '";
+  CHECK(error("Q=2", spec) == head + "Q=2': no dim 'Q' among matmul's splittable dims (B M N K)");
+  CHECK(error("M=4 | K=2", spec) ==
+        head +
+            "M=4 | K=2': no dim 'K' among matmul's parallel dims, which the parts split (B M N)");
+  CHECK(error("M=0", spec) ==
+        head + "M=0': M: expected M=N, N a whole number of at least 1, got 'M=0'");
+  CHECK(error("M=x", spec) ==
+        head + "M=x': M: expected M=N, N a whole number of at least 1, got 'M=x'");
+  CHECK(error("M=9", spec) == head + "M=9': M=9: more than the dim's extent 8 at the top node");
+  CHECK(error("M=4 M=2", spec) == head + "M=4 M=2': M given twice");
+  CHECK(error("| M=2 N=2", spec) ==
+        head + "| M=2 N=2': 4 parts in all, more than the top node's 2 children");
+  // A cluster of 1 KiB: the whole 8 x 8 x 8 keeps a and b static (256 bytes each) beside 3
+  // sub-blocks of the output (256 bytes each): 1280 bytes. Tiles of 4 along M fit: b static,
+  // 3 sub-blocks of 128 + 128 bytes, 1024 in all.
+  std::string small = kMachine;
+  small.replace(small.find("capacity: 256 KiB"), 17, "capacity: 1 KiB");
+  const MachineSpec tight = parse_machine_spec(small, "two.yaml");
+  CHECK(error("M=8", tight) == head +
+                                   "M=8': the tiling does not fit the top node's memory (cluster: "
+                                   "1280 bytes needed, 1024 available)");
+  CHECK(error("M=4", tight) == "no error");
+}
