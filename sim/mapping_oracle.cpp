@@ -268,8 +268,15 @@ OracleResult map_instruction(const MachineSpec& spec, const isa::OpTable& ops,
             "({}: {} bytes needed, {} available)",
             text, r.level_name, isa::tiling_cost(op, ops, r.top, c.tile, budget),
             isa::budget_limit(budget)));
-      if (r.fanout > 1 && !partitioned)
-        c.parts = policy_parts(op, ops, model, isa::worst_case_piece(op, r.top, c.tile), r.fanout);
+      const isa::Instruction piece = isa::worst_case_piece(op, r.top, c.tile);
+      if (r.fanout > 1 && !partitioned) c.parts = policy_parts(op, ops, model, piece, r.fanout);
+      const std::vector<int64_t> piece_ext = isa::dim_extents(op, piece);
+      for (size_t d = 0; d < c.parts.size(); ++d)
+        if (c.parts[d] > std::max<int64_t>(piece_ext[d], 1))
+          throw ConfigError(fmt::format(
+              "fracsim map: --candidate '{}': {}={}: more parts than the tile's {} (a piece is "
+              "split into at most its length)",
+              text, op.dims[d].name, c.parts[d], piece_ext[d]));
       if (std::find(candidates.begin(), candidates.end(), c) == candidates.end())
         candidates.push_back(std::move(c));
     }

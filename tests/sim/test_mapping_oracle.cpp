@@ -365,6 +365,10 @@ TEST_CASE("oracle: a candidate given wrong is a ConfigError naming it and what i
   CHECK(error("M=4 M=2", spec) == head + "M=4 M=2': M given twice");
   CHECK(error("| M=2 N=2", spec) ==
         head + "| M=2 N=2': 4 parts in all, more than the top node's 2 children");
+  CHECK(error("M=1 | M=2", spec) ==
+        head +
+            "M=1 | M=2': M=2: more parts than the tile's 1 (a piece is split into at most its "
+            "length)");
   // A cluster of 1 KiB: the whole 8 x 8 x 8 keeps a and b static (256 bytes each) beside 3
   // sub-blocks of the output (256 bytes each): 1280 bytes. Tiles of 4 along M fit: b static,
   // 3 sub-blocks of 128 + 128 bytes, 1024 in all.
