@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "isa/asm_syntax.h"
 #include "isa/decompose/localize.h"
 #include "isa/decompose/parallel.h"
 #include "isa/decompose/piece.h"
@@ -124,21 +125,16 @@ MapCandidate parse_candidate(const isa::OpDef& op, const isa::Instruction& top, 
                                fmt::join(names, " ")));
       }
       if (!given.insert(d).second) throw fail(fmt::format("{} given twice", name));
-      const std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
-      size_t used = 0;
-      long long v = 0;
-      try {
-        if (!value.empty() && value[0] >= '0' && value[0] <= '9') v = std::stoll(value, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != value.size() || v < 1)
+      const std::optional<int64_t> v =
+          eq == std::string::npos ? std::nullopt
+                                  : isa::asm_syntax::parse_number<int64_t>(item.substr(eq + 1));
+      if (!v || *v < 1)
         throw fail(fmt::format("{}: expected {}=N, N a whole number of at least 1, got '{}'", name,
                                name, item));
-      if (v > std::max<int64_t>(ext[d], 1))
+      if (*v > std::max<int64_t>(ext[d], 1))
         throw fail(
-            fmt::format("{}={}: more than the dim's extent {} at the top node", name, v, ext[d]));
-      (parts ? c.parts : c.tile)[d] = v;
+            fmt::format("{}={}: more than the dim's extent {} at the top node", name, *v, ext[d]));
+      (parts ? c.parts : c.tile)[d] = *v;
     }
   };
   read(text.substr(0, bar), false);

@@ -337,6 +337,15 @@ TEST_CASE("oracle: candidates given as the report writes them are simulated as t
   CHECK(r.chosen_cycles == space.chosen_cycles);
   CHECK(oracle_text(ops, r, 5).find("  space         the 2 candidates given (--candidate)\n") !=
         std::string::npos);
+  // Without '|', the policy's partition: the choice's own whole tiling, given so, is the choice
+  // (its parts those of the plain run's first piece) and simulates as the choice pinned.
+  REQUIRE(space.chosen.tile == std::vector<int64_t>{1, 8, 8, 8});
+  o.candidates = {"M=8"};
+  const OracleResult whole = map_instruction(spec, ops, matmul_program(), 0, o);
+  REQUIRE(whole.rows.size() == 1);
+  CHECK(whole.rows[0].candidate == space.chosen);
+  CHECK(whole.rows[0].cycles == space.chosen_pinned_cycles);
+  CHECK(whole.chosen_in_space);
 }
 
 TEST_CASE("oracle: a candidate given wrong is a ConfigError naming it and what is wrong") {
@@ -361,6 +370,9 @@ TEST_CASE("oracle: a candidate given wrong is a ConfigError naming it and what i
         head + "M=0': M: expected M=N, N a whole number of at least 1, got 'M=0'");
   CHECK(error("M=x", spec) ==
         head + "M=x': M: expected M=N, N a whole number of at least 1, got 'M=x'");
+  CHECK(error("M=+2", spec) ==
+        head + "M=+2': M: expected M=N, N a whole number of at least 1, got 'M=+2'");
+  CHECK(error("M", spec) == head + "M': M: expected M=N, N a whole number of at least 1, got 'M'");
   CHECK(error("M=9", spec) == head + "M=9': M=9: more than the dim's extent 8 at the top node");
   CHECK(error("M=4 M=2", spec) == head + "M=4 M=2': M given twice");
   CHECK(error("| M=2 N=2", spec) ==
