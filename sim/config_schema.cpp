@@ -79,6 +79,12 @@ struct Tables {
                      "as the piece is ready for it, so its latency passes while the transfers "
                      "ahead of it on the link still move; false: each transfer's latency starts "
                      "when the link is free")
+             .defaults_to("false"),
+         boolean_key("posted_writes",
+                     "a write-back is posted: the node's WB stage sends a piece's data and takes "
+                     "the next piece, the piece's sub-block is free once its data has left, and "
+                     "the write lands (is readable, retires the piece) the latency later; false: "
+                     "WB holds the piece until its write has landed")
              .defaults_to("false")}};
     matrix_shape = {"matrix_shape",
                     "the MAC array for inputs of one dtype",

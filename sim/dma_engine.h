@@ -55,6 +55,8 @@ class DmaEngine : public sc_core::sc_module {
   // (cycles() then holds its node cycles), false after setting the method's next trigger.
   bool advance(Channel channel);
   uint64_t cycles(Channel channel) const { return batch_[channel].cycles; }
+  // The link's and the parent memory's latency, whole node cycles.
+  uint64_t latency_cycles() const { return latency_cycles_; }
   // The parent memory's storage through DMI (functional mode); empty in timing mode.
   isa::MemoryView parent_view();
 

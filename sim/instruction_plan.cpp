@@ -293,6 +293,7 @@ isa::CostModel cost_model(const MachineSpec& spec, uint64_t root_reserved) {
     c.latency_cycles =
         static_cast<double>((ls.link.latency + parent.latency + period - 1) / period);
     c.pipelined = ls.link.pipelined;
+    c.posted = ls.link.posted_writes;
     c.lfu_throughput = ls.controller.lfu_throughput;
     c.decode_cycles = ls.controller.decode_cycles;
     c.resident = ls.resident_partial_sums;

@@ -43,6 +43,7 @@ LinkSpec read_link(ConfigMapping& parent) {
   link.latency = m.quantity("latency");
   link.multicast = m.boolean("multicast");
   link.pipelined = m.boolean("pipelined");
+  link.posted_writes = m.boolean("posted_writes");
   parent.put("link", m.finish());
   return link;
 }

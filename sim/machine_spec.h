@@ -39,6 +39,9 @@ struct LinkSpec {
   // Split transactions: a transfer is requested when its piece is ready, so its latency
   // overlaps the transfers ahead of it on the same channel (DmaEngine::begin).
   bool pipelined = false;
+  // Posted write-backs: WB moves on once a piece's data has left, freeing its sub-block; the
+  // piece retires when the write lands, a latency later (Node::wb_step).
+  bool posted_writes = false;
 };
 
 struct MatrixShape {

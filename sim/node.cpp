@@ -70,6 +70,9 @@ void Node::start() {
   for (int s = 0; s < 5; ++s)
     sc_core::sc_spawn(sc_bind(kSteps[s], this),
                       fmt::format("{}_{}", basename(), kStageName[s]).c_str(), &method);
+  if (posts_writes())
+    sc_core::sc_spawn(sc_bind(&Node::land_step, this), fmt::format("{}_land", basename()).c_str(),
+                      &method);
 }
 
 void Node::submit(Job job) {
@@ -434,7 +437,7 @@ bool Node::overwrites_earlier(const Piece& p) const {
   if (loads.empty()) return false;
   for (const Piece* e : pipe_->in_flight) {
     if (e == &p) break;
-    if (overlaps(local_use(*e), loads)) return true;
+    if (!e->sent && overlaps(local_use(*e), loads)) return true;
   }
   return false;
 }
@@ -446,11 +449,11 @@ uint64_t Node::load_requested(const Piece& p, const std::vector<isa::TensorRef>&
   // Queued, and every earlier piece it waits for (writing what it reads, or using the local
   // memory it loads into) written back, and every piece of the parent's it waits for retired.
   uint64_t at = p.queued_ps;
-  for (const Pipeline::Retired& r : pipe_->retired)
-    if (r.ps > at &&
-        ((p.orders_after(r.instr) && views_meet(r.writes, reads, ctx_.spec->hazards)) ||
-         overlaps(r.local, lands)))
+  for (const Pipeline::Retired& r : pipe_->retired) {
+    if (r.ps > at && p.orders_after(r.instr) && views_meet(r.writes, reads, ctx_.spec->hazards))
       at = r.ps;
+    if (r.sent_ps > at && overlaps(r.local, lands)) at = r.sent_ps;
+  }
   for (const After& a : p.after)
     if ((a.reads & operands) != 0 && a.settle->computed_ps > at) at = a.settle->computed_ps;
   return at;
@@ -706,12 +709,14 @@ void Node::ex_step() {
 }
 
 // WB: stores the piece's results to the parent's memory, runs the instruction's finalize work
-// after its last piece, and frees the piece's sub-block.
+// after its last piece, and frees the piece's sub-block. A posted write (link.posted_writes):
+// the stage sends the data and takes the next piece, and the piece lands (retires) a latency
+// later, in order (land_step); a piece with finalize work waits for its landing.
 void Node::wb_step() {
   guarded([&] {
     Pipeline& q = *pipe_;
     Pipeline::Stage& st = q.stages[kWb];
-    enum { kTake, kSettled, kStore, kFinalize, kRetire };
+    enum { kTake, kSettled, kStore, kLanded, kFinalize, kRetire };
     while (true) switch (st.step) {
         case kTake:
           if (!q.to_wb.take(st.piece)) return;
@@ -727,12 +732,19 @@ void Node::wb_step() {
               return;
             }
           st.t0 = sc_core::sc_time_stamp();
-          begin_batch(DmaEngine::kWrite, *p, p->stores, p->queued_ps);
+          if (posts_writes()) {
+            // The latency is the data's flight, after it has left: off the stage.
+            const auto span = parent_span(p->stores);
+            dma_->begin(DmaEngine::kWrite, stored_bytes(p->stores), span.first, span.second,
+                        p->copies, p->route, false);
+          } else {
+            begin_batch(DmaEngine::kWrite, *p, p->stores, p->queued_ps);
+          }
           st.step = kStore;
           break;
         }
         case kStore: {
-          const Piece* p = st.piece;
+          Piece* p = st.piece;
           uint64_t cycles = 0;
           if (!batch_done(DmaEngine::kWrite, p->stores, cycles)) return;
           count(*p, Counter::writeback_cycles, cycles);
@@ -741,60 +753,120 @@ void Node::wb_step() {
           q.finalize = 0;
           q.finalize_step = 0;
           st.step = kFinalize;
+          if (!posts_writes()) break;
+          release_local(*p);
+          const uint64_t now = sc_core::sc_time_stamp().value();
+          const uint64_t lands = now + dma_->latency_cycles() * period_ps_;
+          if (p->finalize.empty()) {
+            if (q.landing.empty()) q.land_due.notify(sc_core::sc_time::from_value(lands - now));
+            q.landing.emplace_back(p, lands);
+            q.retired_kept = std::max(
+                q.retired_kept, static_cast<size_t>(controller_.pipeline_depth) + q.landing.size());
+            st.piece = nullptr;
+            st.step = kTake;
+            break;
+          }
+          // Its finalize work reads what the pieces wrote: once they have all landed.
+          q.finalize_t0 = sc_core::sc_time::from_value(lands);
+          st.step = kLanded;
           break;
         }
+        case kLanded:
+          if (sc_core::sc_time_stamp() < q.finalize_t0) {
+            sc_core::next_trigger(q.finalize_t0 - sc_core::sc_time_stamp());
+            return;
+          }
+          if (q.in_flight.front() != st.piece) {
+            sc_core::next_trigger(q.written_back);
+            return;
+          }
+          st.step = kFinalize;
+          break;
         case kFinalize:
           if (!finalize_step(*st.piece)) return;
           st.step = kRetire;
           break;
-        case kRetire: {
-          Piece* p = st.piece;
-          FRACSIM_ASSERT(!q.in_flight.empty() && q.in_flight.front() == p,
-                         "{}: write-back out of order", name());
-          q.in_flight.pop_front();
-          if (!is_root_ && ctx_.spec->levels[level_].link.pipelined) {
-            if (q.retired.size() == static_cast<size_t>(controller_.pipeline_depth))
-              q.retired.pop_front();
-            q.retired.push_back({p->instr, std::move(p->writes), local_use(*p),
-                                 static_cast<uint64_t>(sc_core::sc_time_stamp().value())});
-          }
-          // A held tile's group releases its claim too; the group continuing it made its own.
-          if (p->accumulator >= 0 && (!p->holds_output || p->held_across)) {
-            const auto claim = q.accumulators_busy.find(p->accumulator_at);
-            FRACSIM_ASSERT(claim != q.accumulators_busy.end(), "{}: an accumulator unclaimed",
-                           name());
-            q.accumulators_busy.erase(claim);
-          }
-          if (p->settle) {
-            p->settle->done = true;
-            p->settle->ps = sc_core::sc_time_stamp().value();
-            p->settle->event.notify(sc_core::SC_ZERO_TIME);
-          }
-          q.written_back.notify(sc_core::SC_ZERO_TIME);
-          ++q.free_subblocks;
-          q.subblock_freed.notify(sc_core::SC_ZERO_TIME);
+        case kRetire:
+          retire(st.piece);
           st.piece = nullptr;
           st.step = kTake;
-          if (p->completion) {
-            // Its children are idle until the next instruction: their state is final for now.
-            if (!is_leaf_ && !is_root_) ctx_.tree->update_below_digest(p->tree_node);
-            if (is_root_) {
-              ctx_.spans[ctx_.done.done].end_ps = sc_core::sc_time_stamp().value();
-              ++ctx_.done.done;
-              ctx_.done.picoseconds = sc_core::sc_time_stamp().value();
-              if (ctx_.progress) ctx_.progress(ctx_.done);
-              if (ctx_.retired) ctx_.retired(ctx_.done.done - 1, memory().view());
-            }
-            if (--p->completion->remaining == 0) {
-              p->completion->finished = sc_core::sc_time_stamp();
-              p->completion->done.notify(sc_core::SC_ZERO_TIME);
-            }
-          }
-          delete p;
           break;
-        }
       }
   });
+}
+
+void Node::land_step() {
+  guarded([&] {
+    Pipeline& q = *pipe_;
+    const uint64_t now = sc_core::sc_time_stamp().value();
+    while (!q.landing.empty() && q.landing.front().second <= now) {
+      Piece* p = q.landing.front().first;
+      q.landing.pop_front();
+      retire(p);
+    }
+    if (q.landing.empty())
+      sc_core::next_trigger(q.land_due);
+    else
+      sc_core::next_trigger(sc_core::sc_time::from_value(q.landing.front().second - now));
+  });
+}
+
+bool Node::posts_writes() const {
+  return !is_root_ && ctx_.spec->levels[level_].link.posted_writes;
+}
+
+void Node::release_local(Piece& p) {
+  Pipeline& q = *pipe_;
+  p.sent = true;
+  p.sent_ps = sc_core::sc_time_stamp().value();
+  // A held tile's group releases its claim too; the group continuing it made its own.
+  if (p.accumulator >= 0 && (!p.holds_output || p.held_across)) {
+    const auto claim = q.accumulators_busy.find(p.accumulator_at);
+    FRACSIM_ASSERT(claim != q.accumulators_busy.end(), "{}: an accumulator unclaimed", name());
+    q.accumulators_busy.erase(claim);
+  }
+  // A writer over what it wrote or read no longer waits (Settle::done).
+  if (p.settle) {
+    p.settle->done = true;
+    p.settle->ps = p.sent_ps;
+    p.settle->event.notify(sc_core::SC_ZERO_TIME);
+  }
+  ++q.free_subblocks;
+  q.subblock_freed.notify(sc_core::SC_ZERO_TIME);
+  q.written_back.notify(sc_core::SC_ZERO_TIME);
+}
+
+void Node::retire(Piece* p) {
+  Pipeline& q = *pipe_;
+  FRACSIM_ASSERT(!q.in_flight.empty() && q.in_flight.front() == p, "{}: write-back out of order",
+                 name());
+  if (!p->sent) release_local(*p);
+  const uint64_t now = sc_core::sc_time_stamp().value();
+  q.in_flight.pop_front();
+  if (!is_root_ && ctx_.spec->levels[level_].link.pipelined) {
+    // A load waits for what a piece in flight when it was queued wrote or used: those of the
+    // sub-blocks and those landing then.
+    const size_t kept = std::max(static_cast<size_t>(controller_.pipeline_depth), q.retired_kept);
+    while (q.retired.size() >= kept) q.retired.pop_front();
+    q.retired.push_back({p->instr, std::move(p->writes), local_use(*p), p->sent_ps, now});
+  }
+  q.written_back.notify(sc_core::SC_ZERO_TIME);
+  if (p->completion) {
+    // Its children are idle until the next instruction: their state is final for now.
+    if (!is_leaf_ && !is_root_) ctx_.tree->update_below_digest(p->tree_node);
+    if (is_root_) {
+      ctx_.spans[ctx_.done.done].end_ps = now;
+      ++ctx_.done.done;
+      ctx_.done.picoseconds = now;
+      if (ctx_.progress) ctx_.progress(ctx_.done);
+      if (ctx_.retired) ctx_.retired(ctx_.done.done - 1, memory().view());
+    }
+    if (--p->completion->remaining == 0) {
+      p->completion->finished = sc_core::sc_time_stamp();
+      p->completion->done.notify(sc_core::SC_ZERO_TIME);
+    }
+  }
+  delete p;
 }
 
 std::string Node::describe_busy() const {

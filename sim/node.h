@@ -64,12 +64,13 @@ struct Completion {
 // A parent's piece still running when a later piece that reads or writes what it touches
 // issued its children's instructions (LevelSpec::prefetch): their loads of what it writes
 // (`outs`) wait until `computed`, set at the end of its RD; their write-backs over what it
-// reads or writes until `done`, set when it retires. Views of the parent's memory.
+// reads or writes until `done`, set when its write-back's data has left. Views of the
+// parent's memory.
 struct Settle {
   std::vector<isa::TensorRef> outs, reads;
   // Its outputs are complete in the node's memory (its children and LFU are done: RD has
   // finished), which is all a reader of them waits for; a writer over what it writes or reads
-  // also waits for its write-back to have read them (retired: done).
+  // also waits for its write-back to have read them (its data has left: done).
   bool computed = false, done = false;
   uint64_t computed_ps = 0, ps = 0;  // when it was computed, done
   sc_core::sc_event computed_event, event;
@@ -278,6 +279,16 @@ class Node : public sc_core::sc_module {
   void ex_step();
   void rd_step();
   void wb_step();
+  // Retires the pieces whose posted write-backs have landed (Pipeline::landing), in order.
+  void land_step();
+  // Whether WB posts write-backs (LinkSpec::posted_writes; not at the root): the WB stage moves
+  // on once a piece's data has left; the piece retires when it lands, a latency later.
+  bool posts_writes() const;
+  // What a piece's data leaving frees here: its sub-block and its claim on an accumulator.
+  void release_local(Piece& p);
+  // The piece's write-back has landed: the oldest in flight retires (release_local first if
+  // its data had not left before), and its instruction completes after its last piece.
+  void retire(Piece* p);
   // Runs a stage step; an exception stops the simulation and is rethrown by the machine.
   template <typename Step>
   void guarded(Step&& step);

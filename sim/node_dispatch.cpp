@@ -353,6 +353,7 @@ std::vector<std::vector<After>> Node::settles_for(const Piece& p) {
   const std::vector<isa::TensorRef> reads = local_reads(op, p.local);
   for (Piece* o : pipe_->in_flight) {
     if (o == &p) break;
+    if (o->sent) continue;  // its data has left: nothing here waits for it
     const std::vector<isa::TensorRef> o_reads = local_reads(*o->op, o->local);
     if (!views_meet(reads, o->local_outs, check) &&
         !views_meet(p.local_outs, o->local_outs, check) &&

@@ -101,6 +101,10 @@ struct Node::Piece {
   uint64_t read_operands = 0;      // a bit per operand in `reads`
   bool split_loads = false;
   std::shared_ptr<Settle> settle;
+  // Its write-back's data has left (a posted write, LinkSpec::posted_writes): its
+  // sub-block and accumulator are free; it retires when the data lands in the parent's memory.
+  bool sent = false;
+  uint64_t sent_ps = 0;
 };
 
 // What a child's instruction occupies in the child's memory while it runs, so that the next
@@ -149,15 +153,21 @@ struct Node::Pipeline {
   std::deque<Piece*> in_flight;  // past ID, not yet written back, in order
   sc_core::sc_event written_back;
   // The last pieces written back (as many as can be in flight), on a pipelined link: what
-  // they wrote in the parent's memory, what they used here, and when they were done. A load
-  // is requested once its piece is queued and those of them it waits for are done.
+  // they wrote in the parent's memory, what they used here, when their data left (`sent_ps`:
+  // `local` free) and when it landed (`ps`: `writes` readable). A load is requested once its
+  // piece is queued and those of them it waits for are done.
   struct Retired {
     std::shared_ptr<const isa::Instruction> instr;  // its job's
     std::vector<isa::TensorRef> writes;
     std::vector<std::pair<uint64_t, uint64_t>> local;
-    uint64_t ps = 0;
+    uint64_t sent_ps = 0, ps = 0;
   };
   std::deque<Retired> retired;
+  size_t retired_kept = 0;  // how many `retired` keeps, at least depth: + the most ever landing
+  // Pieces whose posted write-back has left and not yet landed, in order, with when each lands
+  // (Node::land_step retires them then).
+  std::deque<std::pair<Piece*, uint64_t>> landing;
+  sc_core::sc_event land_due;
   // Where groups' partial sums are (their addresses); a held tile's twice while the group
   // continuing it has started and the held one has not retired.
   std::multiset<uint64_t> accumulators_busy;

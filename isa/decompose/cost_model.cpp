@@ -35,6 +35,13 @@ double flowing_cycles(const LevelCost& lc, double t) {
   return lc.pipelined && lc.depth > 1 ? std::max(data, t / (lc.depth - 1)) : t;
 }
 
+// A write-back of `t` cycles (latency included) as the WB stage and the sub-block see it in
+// the pipeline's steady state: a posted write's stage is done once its data has left, its
+// latency (the flight) delaying only those who read what it wrote; otherwise as a load.
+double posted_cycles(const LevelCost& lc, double t) {
+  return lc.posted ? t - lc.latency_cycles : flowing_cycles(lc, t);
+}
+
 // The piece of `instr` with the longest chunk of every dim that `parts` splits it into.
 Instruction largest_part(const OpDef& op, const Instruction& instr,
                          const std::vector<int64_t>& parts) {
@@ -313,7 +320,7 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
   // lower bound.
   // A piece's load and write-back in the pipeline's steady state: flowing_cycles.
   auto flowing = [&](double t) { return flowing_cycles(lc, t); };
-  const double ld_s = flowing(ld), wb_s = flowing(wb);
+  const double ld_s = flowing(ld), wb_s = posted_cycles(lc, wb);
   // On a pipelined link, when every piece finds a free sub-block (no more than `depth`), they
   // are all requested at the start: after the first, their loads' latency has passed while
   // the loads ahead moved, and none waits for a sub-block.
@@ -322,7 +329,7 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
   auto total = [&](double ex, double ex_s, double ex_acc) {
     // A piece holds its sub-block from its load to the end of its write-back: `depth` of them
     // in flight at most.
-    const double occupied = (ld + ex + wb) / lc.depth;
+    const double occupied = (ld + ex + (lc.posted ? wb_s : wb)) / lc.depth;
     const double steady = std::max({ld_s, ex_s, wb_s, dec, occupied});
     const double ramp = std::max({ld_r, ex_s, wb_s, dec});
     // The first piece: its load, execution and write-back in turn, or, overlapped with the
@@ -409,7 +416,7 @@ double CostModel::steady_cycles(int l, const OpDef& op, const OpTable& ops,
     piece_traffic(op, instr, read, written);
     return std::max({flowing_cycles(lc, lc.latency_cycles + read / lc.bytes_per_cycle),
                      execute_cycles(l, op, ops, instr, ChildRun::steady),
-                     flowing_cycles(lc, lc.latency_cycles + written / lc.bytes_per_cycle),
+                     posted_cycles(lc, lc.latency_cycles + written / lc.bytes_per_cycle),
                      static_cast<double>(lc.decode_cycles),
                      quick_cycles(l, op, ops, instr) / lc.depth});
   });

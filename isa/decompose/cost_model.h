@@ -44,6 +44,7 @@ struct LevelCost {
   // requested while the one before still moves, so a piece takes the longer of its data and
   // the latency, not their sum.
   bool pipelined = false;
+  bool posted = false;         // link.posted_writes: WB and the sub-block see a write's data only
   int64_t lfu_throughput = 1;  // elements per cycle its LFU combines (inner levels)
   int decode_cycles = 1;
   // Resident partial sums: the pieces sharing an output tile run back to back, the tile staying

@@ -72,7 +72,7 @@ TEST_CASE("config check --set: bad keys and values are the parser's errors, nami
             "whole number of picoseconds\n");
   // An error at another key says which overrides were in effect.
   CHECK(error_of("levels[0].name=core") ==
-        "error: configs/tiny.yaml:44: levels[1].name: duplicate level name 'core' (levels[0] has "
+        "error: configs/tiny.yaml:45: levels[1].name: duplicate level name 'core' (levels[0] has "
         "it too) (with --set levels[0].name=core)\n");
   // Paths that lead nowhere, and what is not KEY=VALUE.
   CHECK(error_of("levels.coer.fanout=2") ==

@@ -95,6 +95,26 @@ TEST_CASE("folded and unfolded timing runs of the MLP agree on every scale machi
   }
 }
 
+namespace {
+
+// A scale machine with every data-movement feature on at every level.
+MachineSpec movement_on(const char* leaves, bool overlap, bool posted_writes) {
+  MachineSpec spec =
+      load_machine_spec(fmt::format("{}/configs/scale/leaves-{}.yaml", kRoot, leaves));
+  for (LevelSpec& l : spec.levels) {
+    l.link.multicast = true;
+    l.link.pipelined = true;
+    l.link.posted_writes = posted_writes;
+    l.keep_outputs = true;
+    l.resident_partial_sums = true;
+    l.hold_partial_sums = true;
+    l.overlap = overlap;
+  }
+  return spec;
+}
+
+}  // namespace
+
 TEST_CASE("with the data-movement features on, folded and unfolded runs agree") {
   // Broadcast over shared links (its groups split classes by their part in it), outputs kept
   // in the permutation tables and instructions overlapping in the children, on the MLP up to
@@ -106,16 +126,7 @@ TEST_CASE("with the data-movement features on, folded and unfolded runs agree") 
     for (const bool overlap : {true, false}) {
       CAPTURE(leaves);
       CAPTURE(overlap);
-      MachineSpec spec =
-          load_machine_spec(fmt::format("{}/configs/scale/leaves-{}.yaml", kRoot, leaves));
-      for (LevelSpec& l : spec.levels) {
-        l.link.multicast = true;
-        l.link.pipelined = true;
-        l.keep_outputs = true;
-        l.resident_partial_sums = true;
-        l.hold_partial_sums = true;
-        l.overlap = overlap;
-      }
+      const MachineSpec spec = movement_on(leaves, overlap, false);
       const RunResult f = simulate(spec, isa::OpTable::builtin(), mlp(), Mode::timing);
       check_same(f, unfolded(spec, mlp()));
       check_same(simulate(spec, isa::OpTable::builtin(), fused_mlp(), Mode::timing),
@@ -130,6 +141,18 @@ TEST_CASE("with the data-movement features on, folded and unfolded runs agree") 
       CHECK(resident > 0);
     }
   CHECK(overlapped > 0);
+}
+
+TEST_CASE("with posted write-backs, folded and unfolded runs agree") {
+  // Pieces retire when their writes land, after their sub-blocks are free for the next: the
+  // scale machines with every data-movement feature on and every write posted.
+  for (const char* leaves : {"0016", "0256"}) {
+    CAPTURE(leaves);
+    const MachineSpec spec = movement_on(leaves, true, true);
+    check_same(simulate(spec, isa::OpTable::builtin(), mlp(), Mode::timing), unfolded(spec, mlp()));
+    check_same(simulate(spec, isa::OpTable::builtin(), fused_mlp(), Mode::timing),
+               unfolded(spec, fused_mlp()));
+  }
 }
 
 TEST_CASE("a pool too small for the classes at once is grown, with the same results") {

@@ -338,13 +338,16 @@ TEST_CASE("a kept output that the next instruction accumulates onto is not loade
   }
 }
 
-// The same machine with split transactions on the leaf's link (link.pipelined).
-std::string pipelined(const std::string& yaml) {
+// The same machine with `keys` added to the leaf's link.
+std::string with_link(const std::string& yaml, const std::string& keys) {
   const std::string plain = "latency: 10 ns}";
   const size_t at = yaml.find(plain);
   REQUIRE(at != std::string::npos);
-  return std::string(yaml).replace(at, plain.size(), "latency: 10 ns, pipelined: true}");
+  return std::string(yaml).replace(at, plain.size(), "latency: 10 ns, " + keys + "}");
 }
+
+// Split transactions on the leaf's link (link.pipelined).
+std::string pipelined(const std::string& yaml) { return with_link(yaml, "pipelined: true"); }
 
 TEST_CASE("a pipelined link requests a queued piece's load while the one before still moves") {
   // The three pieces of "three pieces overlap in the pipeline", on a pipelined link. A piece's
@@ -401,6 +404,43 @@ TEST_CASE("a pipelined link hides no latency of a load that waits for a write-ba
       CHECK(off.memory == on.memory);
     }
   }
+}
+
+// With posted write-backs as well (link.posted_writes).
+std::string posted(const std::string& yaml) {
+  return with_link(yaml, "pipelined: true, posted_writes: true");
+}
+
+TEST_CASE("a posted write-back frees its sub-block when its data has left and retires on landing") {
+  // The pieces of "with one sub-block the same pieces run one after another" (LD piece 0
+  // a 48 + b 64 = 112 B: 10 + 7 = 17; pieces 1, 2 a 48 B: 10 + 3 = 13; EX 11; WB out[3,4]
+  // 48 B), with posted writes: WB sends the 48 B in 3 cycles and frees the one sub-block, so
+  // the next piece's ID and LD start then; each write lands 10 cycles after its data left,
+  // and the run ends when the last one has landed.
+  //            ID         LD         EX         WB (sent)   lands
+  //   piece 0  1 -> 2     2 -> 19    19 -> 30   30 -> 33    43
+  //   piece 1  33 -> 34   34 -> 47   47 -> 58   58 -> 61    71
+  //   piece 2  61 -> 62   62 -> 75   75 -> 86   86 -> 89    99
+  // (119 cycles when WB holds each piece until its write has landed.)
+  const isa::Program p = matmul_program(9, 4, 4);
+  for (Mode mode : {Mode::timing, Mode::functional}) {
+    CAPTURE(mode == Mode::timing);
+    RunResult r = run(posted(one_level(1, "256 B")), p, mode);
+    CHECK(counter(r, 1, Counter::pieces) == 3);
+    CHECK(counter(r, 1, Counter::load_cycles) == 17 + 13 + 13);
+    CHECK(counter(r, 1, Counter::writeback_cycles) == 3 * 3);
+    CHECK(counter(r, 1, Counter::store_bytes) == 3 * 48);
+    CHECK(r.cycles == 99);
+    if (mode == Mode::functional) CHECK(r.memory == isa::run_reference(p, isa::OpTable::builtin()));
+  }
+  CHECK(run(pipelined(one_level(1, "256 B")), p, Mode::timing).cycles == 119);
+  // "a pipelined link requests a queued piece's load while the one before still moves", its
+  // writes posted: three sub-blocks, so no piece waits for one; each write lands when it did
+  // there (sent at 32, 43, 54; landed at 42, 53, 64), the WB stage busy 3 cycles a piece.
+  const isa::Program q = matmul_program(9, 4, 3);
+  RunResult three = run(posted(one_level(3, "600 B")), q, Mode::timing);
+  CHECK(counter(three, 1, Counter::writeback_cycles) == 3 * 3);
+  CHECK(three.cycles == 64);
 }
 
 TEST_CASE("the rows of an accumulating conv pipeline: no row waits for another's write-back") {

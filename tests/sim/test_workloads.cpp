@@ -49,6 +49,7 @@ void movement_off(MachineSpec& spec) {
     l.keep_outputs = false;
     l.link.multicast = false;
     l.link.pipelined = false;
+    l.link.posted_writes = false;
     l.resident_partial_sums = false;
     l.hold_partial_sums = false;
     l.overlap = false;
