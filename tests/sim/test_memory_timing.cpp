@@ -413,4 +413,17 @@ levels:
     CHECK(t.cycles == f.cycles);
     CHECK(counter(t, 1, Counter::pieces) > 1);  // the first level below the root split it
   }
+  // Posted write-backs: the finalize pass of a node reads what its pieces wrote only once
+  // every write has landed.
+  std::string posted = two_level;
+  for (const char* link : {"link: {bandwidth: 32 GB/s}", "link: {bandwidth: 16 GB/s}"}) {
+    const size_t at = posted.find(link);
+    REQUIRE(at != std::string::npos);
+    std::string with(link);
+    with.insert(with.size() - 1, ", latency: 100 ns, pipelined: true, posted_writes: true");
+    posted.replace(at, std::string(link).size(), with);
+  }
+  const RunResult f = run(posted, p, Mode::functional);
+  CHECK(f.memory == isa::run_reference(p, ops()));
+  CHECK(run(posted, p, Mode::timing).cycles == f.cycles);
 }
