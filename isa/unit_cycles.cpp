@@ -1,5 +1,6 @@
 #include "isa/unit_cycles.h"
 
+#include <algorithm>
 #include <array>
 
 #include "isa/decompose/piece.h"
@@ -65,6 +66,24 @@ uint64_t leaf_cycles(const OpDef& op, const Instruction& instr, const LeafParams
     uint64_t total = 0;
     for (size_t s = 0; s < x.steps.size(); ++s)
       total += leaf_cycles(*x.step_ops[s], x.steps[s], leaf);
+    if (leaf.overlapped_epilogue && x.steps.size() > 1) {
+      const OpDef& first = *x.step_ops[0];
+      bool epilogue = first.unit == UnitKind::matrix;
+      for (size_t s = 1; s < x.steps.size(); ++s)
+        epilogue = epilogue && x.step_ops[s]->unit == UnitKind::vector;
+      if (epilogue) {
+        const Instruction& mm = x.steps[0];
+        const uint64_t m = leaf_cycles(first, mm, leaf), v = total - m;
+        const auto& shape = leaf.matrix[static_cast<size_t>(mm.operands[0].dtype)];
+        int64_t outputs = 0;
+        for (size_t o = 0; o < first.operands.size(); ++o)
+          if (first.operands[o].role == OperandRole::out) outputs += mm.operands[o].elements();
+        const int64_t block = shape[0] * shape[1];
+        const uint64_t blocks =
+            static_cast<uint64_t>(std::max<int64_t>(1, (outputs + block - 1) / block));
+        return std::max(m, v) + (std::min(m, v) + blocks - 1) / blocks;
+      }
+    }
     return total;
   }
   const DType dtype = instr.operands.empty() ? DType::f32 : instr.operands[0].dtype;

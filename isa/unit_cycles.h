@@ -19,6 +19,9 @@ namespace fracsim::isa {
 struct LeafParams {
   std::array<std::array<int64_t, 2>, kDTypeCount> matrix{};  // rows, cols by input dtype
   int64_t lanes = 1, width = 1;
+  // An extension op's vector steps after its matrix step (a fused epilogue) work on each block
+  // of outputs the MAC array drains while it computes the next (leaf.overlapped_epilogue).
+  bool overlapped_epilogue = false;
 
   // The formula variables for an instruction whose first operand has `dtype`.
   std::map<std::string, int64_t> values(DType dtype) const;
@@ -32,7 +35,10 @@ uint64_t unit_cycles(const OpDef& op, const Instruction& instr,
                      const std::map<std::string, int64_t>& params);
 
 // The cycles of one leaf piece: a built-in op's formula with the MAC array's shape for its input
-// dtype; an extension op's primitive steps, one after another.
+// dtype; an extension op's primitive steps, one after another, or, for a matrix step followed
+// by vector steps on a leaf with overlapped_epilogue, the two units pipelined over the array's
+// blocks of outputs: max(M, V) + ceil(min(M, V) / blocks), M the matrix step's cycles, V the
+// vector steps', blocks = ceil(the matrix step's outputs / (rows * cols)).
 uint64_t leaf_cycles(const OpDef& op, const Instruction& instr, const LeafParams& leaf);
 
 }  // namespace fracsim::isa

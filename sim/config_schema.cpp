@@ -118,7 +118,14 @@ struct Tables {
              mapping_key("sort", sort, "the sort/merge unit").optional_mapping(),
              choice_key("backend", {"model", "rtl"},
                         "the leaf compute implementation: the C++ unit models or the Verilated RTL")
-                 .defaults_to("model")}};
+                 .defaults_to("model"),
+             boolean_key("overlapped_epilogue",
+                         "a fused epilogue (an extension op's vector steps after its matrix step: "
+                         "bias, residual add, activation) works on each block of outputs the MAC "
+                         "array drains while the array computes the next, so only the last "
+                         "block's epilogue adds to the array's time; false: the epilogue runs "
+                         "after the array has finished")
+                 .defaults_to("false")}};
     root = {"root",
             "the main memory and the controller beside it",
             {quantity_key("clock", QuantityKind::frequency,

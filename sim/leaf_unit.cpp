@@ -77,6 +77,7 @@ isa::LeafParams leaf_params(const LevelSpec& leaf) {
   }
   p.lanes = leaf.vector.lanes;
   p.width = leaf.sort.width;
+  p.overlapped_epilogue = leaf.overlapped_epilogue;
   return p;
 }
 

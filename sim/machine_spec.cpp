@@ -80,6 +80,7 @@ void read_leaf(ConfigMapping& level, LevelSpec& spec) {
   // "rtl" is registered by the rtl library (sim never includes rtl/); a program built without
   // it fails when it makes the leaf (make_leaf_unit).
   spec.backend = leaf.text("backend");
+  spec.overlapped_epilogue = leaf.boolean("overlapped_epilogue");
   level.put("leaf", leaf.finish());
 }
 

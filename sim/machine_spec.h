@@ -121,6 +121,9 @@ struct LevelSpec {
   VectorUnitSpec vector;
   SortUnitSpec sort;
   std::string backend;  // a name in the leaf backends' registry
+  // A fused epilogue's vector steps work on each block of outputs the MAC array drains while it
+  // computes the next (isa::LeafParams::overlapped_epilogue).
+  bool overlapped_epilogue = false;
 };
 
 // How a node decides that an earlier piece in flight writes what a later one reads, which the

@@ -8,6 +8,7 @@
 #include "isa/error.h"
 #include "isa/extension.h"
 #include "isa/reference.h"
+#include "isa/unit_cycles.h"
 
 using namespace fracsim;
 using namespace fracsim::isa;
@@ -148,4 +149,35 @@ TEST_CASE("an extension piece reserves its temporaries in local memory") {
   CHECK(x.arena_bytes == 256 + 256 + 64 + 256 + 64);
   REQUIRE(x.steps.size() == 5);
   CHECK(tensor_str(x.steps[1].operands[1]) == "f32@0x200[1,1,1,1,4,16:0,0,0,0,1,0]");
+}
+
+TEST_CASE("a fused epilogue overlapped with the MAC array adds the last block's share only") {
+  // relu(a[1,8,K] x b[1,K,8] + bias[8]) on a 4x4 array with 8 vector lanes. The matrix step:
+  // 1 * cdiv(8, 4) * cdiv(8, 4) * K + 4 + 4 - 1 cycles; the epilogue: the bias add and the relu
+  // over 64 outputs, 64 / 8 = 8 cycles each, 16 in all; the outputs are 64 / (4 * 4) = 4
+  // blocks of the array.
+  const OpTable& ops = OpTable::builtin();
+  const OpDef& op = ops.get("matmul_bias_act");
+  LeafParams leaf;
+  for (auto& m : leaf.matrix) m = {4, 4};
+  leaf.lanes = 8;
+  auto mm = [&](int64_t k, int64_t epilogue) {
+    return Instruction{
+        op.opcode,
+        {make_tensor(0, DType::f32, {1, 8, k}), make_tensor(1 << 20, DType::f32, {1, k, 8}),
+         make_tensor(2 << 20, DType::f32, {8}), make_tensor(3 << 20, DType::f32, {1, 8, 8})},
+        {0, epilogue, 1, 0, 0, 0}};
+  };
+  // K = 16: the array's 4 * 16 + 7 = 71 cycles, the epilogue after it: 87.
+  CHECK(leaf_cycles(op, mm(16, 1), leaf) == 71 + 16);
+  leaf.overlapped_epilogue = true;
+  // Each block's 16 / 4 = 4 cycles of epilogue while the array computes the next: 71 + 4.
+  CHECK(leaf_cycles(op, mm(16, 1), leaf) == 71 + 4);
+  // K = 1: the array's 4 + 7 = 11 cycles are the shorter; the epilogue's 16 then bound it, and
+  // the first block's share of the array, ceil(11 / 4) = 3, comes before: 19 (27 serial).
+  CHECK(leaf_cycles(op, mm(1, 1), leaf) == 16 + 3);
+  // A piece that does not complete the sum has no epilogue: the array alone.
+  CHECK(leaf_cycles(op, mm(16, 0), leaf) == 71);
+  leaf.overlapped_epilogue = false;
+  CHECK(leaf_cycles(op, mm(1, 1), leaf) == 11 + 16);
 }

@@ -70,8 +70,8 @@ TEST_CASE("every declared default is a valid value of its key") {
       seen);
   // decomposer, hazards, pipeline_depth and decode_cycles (root, level), latency (memory,
   // link), banks, multicast, pipelined, posted_writes, keep_outputs, resident_partial_sums,
-  // hold_partial_sums, overlap, prefetch, sort width, backend.
-  CHECK(defaults == 19);
+  // hold_partial_sums, overlap, prefetch, sort width, backend, overlapped_epilogue.
+  CHECK(defaults == 20);
 }
 
 const MappingDecl& test_decl() {

@@ -115,7 +115,7 @@ TEST_CASE("tiny.yaml's effective config lists every value and what was defaulted
                            "defaulted": ["f32", "i16", "i8"]},
                 "vector": {"lanes": 8, "defaulted": []},
                 "sort": {"width": 4, "defaulted": []},
-                "backend": "model", "defaulted": []},
+                "backend": "model", "overlapped_epilogue": false, "defaulted": []},
        "defaulted": ["clock", "pipeline_depth", "decode_cycles"]}
     ],
     "energy": {"table": "inline",
@@ -362,7 +362,8 @@ TEST_CASE("the backend must be a known one") {
         "bad.yaml:19: levels[1].leaf.backend: unknown backend 'x' (expected model or rtl)");
   MachineSpec m = parse_machine_spec(kBase + "      backend: model\n", "ok.yaml");
   CHECK(m.levels[1].backend == "model");
-  CHECK(m.effective["levels"][1]["leaf"]["defaulted"] == nlohmann::ordered_json::array({"sort"}));
+  CHECK(m.effective["levels"][1]["leaf"]["defaulted"] ==
+        nlohmann::ordered_json::array({"sort", "overlapped_epilogue"}));
 }
 
 TEST_CASE("the sort unit's width defaults to 8, recorded as defaulted, and is checked") {
