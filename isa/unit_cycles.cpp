@@ -63,9 +63,12 @@ uint64_t unit_cycles(const OpDef& op, const Instruction& instr,
 uint64_t leaf_cycles(const OpDef& op, const Instruction& instr, const LeafParams& leaf) {
   if (op.is_extension()) {
     const Expansion x = expand_sequence(op, instr);
-    uint64_t total = 0;
-    for (size_t s = 0; s < x.steps.size(); ++s)
-      total += leaf_cycles(*x.step_ops[s], x.steps[s], leaf);
+    uint64_t total = 0, first_cycles = 0;
+    for (size_t s = 0; s < x.steps.size(); ++s) {
+      const uint64_t c = leaf_cycles(*x.step_ops[s], x.steps[s], leaf);
+      if (s == 0) first_cycles = c;
+      total += c;
+    }
     if (leaf.overlapped_epilogue && x.steps.size() > 1) {
       const OpDef& first = *x.step_ops[0];
       bool epilogue = first.unit == UnitKind::matrix;
@@ -73,7 +76,7 @@ uint64_t leaf_cycles(const OpDef& op, const Instruction& instr, const LeafParams
         epilogue = epilogue && x.step_ops[s]->unit == UnitKind::vector;
       if (epilogue) {
         const Instruction& mm = x.steps[0];
-        const uint64_t m = leaf_cycles(first, mm, leaf), v = total - m;
+        const uint64_t m = first_cycles, v = total - m;
         const auto& shape = leaf.matrix[static_cast<size_t>(mm.operands[0].dtype)];
         int64_t outputs = 0;
         for (size_t o = 0; o < first.operands.size(); ++o)
