@@ -767,13 +767,13 @@ void Node::wb_step() {
             break;
           }
           // Its finalize work reads what the pieces wrote: once they have all landed.
-          q.finalize_t0 = sc_core::sc_time::from_value(lands);
+          q.lands_at = sc_core::sc_time::from_value(lands);
           st.step = kLanded;
           break;
         }
         case kLanded:
-          if (sc_core::sc_time_stamp() < q.finalize_t0) {
-            sc_core::next_trigger(q.finalize_t0 - sc_core::sc_time_stamp());
+          if (sc_core::sc_time_stamp() < q.lands_at) {
+            sc_core::next_trigger(q.lands_at - sc_core::sc_time_stamp());
             return;
           }
           if (q.in_flight.front() != st.piece) {

@@ -212,6 +212,8 @@ struct Node::Pipeline {
   MachineTree::FoldRound round;
   std::vector<std::vector<int>> groups;
 
+  // WB: when the posted write of a piece with finalize work lands (it waits for that).
+  sc_core::sc_time lands_at;
   // WB: the finalize instruction in progress and its phase.
   size_t finalize = 0;
   int finalize_step = 0;
