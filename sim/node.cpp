@@ -280,10 +280,11 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, size_t index, int subblock, 
 }
 
 void Node::begin_batch(DmaEngine::Channel channel, const Piece& p,
-                       const std::vector<isa::Transfer>& transfers, uint64_t requested_ps) {
+                       const std::vector<isa::Transfer>& transfers, uint64_t requested_ps,
+                       bool latency) {
   if (is_root_) return;  // the root's operands are in its own memory
   const auto span = parent_span(transfers);
-  dma_->begin(channel, stored_bytes(transfers), span.first, span.second, p.copies, p.route, true,
+  dma_->begin(channel, stored_bytes(transfers), span.first, span.second, p.copies, p.route, latency,
               requested_ps);
 }
 
@@ -732,14 +733,8 @@ void Node::wb_step() {
               return;
             }
           st.t0 = sc_core::sc_time_stamp();
-          if (posts_writes()) {
-            // The latency is the data's flight, after it has left: off the stage.
-            const auto span = parent_span(p->stores);
-            dma_->begin(DmaEngine::kWrite, stored_bytes(p->stores), span.first, span.second,
-                        p->copies, p->route, false);
-          } else {
-            begin_batch(DmaEngine::kWrite, *p, p->stores, p->queued_ps);
-          }
+          // A posted write's latency is the data's flight, after it has left: off the stage.
+          begin_batch(DmaEngine::kWrite, *p, p->stores, p->queued_ps, !posts_writes());
           st.step = kStore;
           break;
         }

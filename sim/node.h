@@ -303,9 +303,11 @@ class Node : public sc_core::sc_module {
   // memory): begin_batch() starts it; batch_done() moves it on and, when it has ended, sets
   // `cycles`, copies the data in functional mode and, after a load, invalidates what the
   // children's permutation tables hold of the tiles loaded. `requested_ps`: when the batch
-  // could be requested (DmaEngine::begin).
+  // could be requested (DmaEngine::begin); `latency` false: its data phase alone (a posted
+  // write, whose latency runs after it).
   void begin_batch(DmaEngine::Channel channel, const Piece& p,
-                   const std::vector<isa::Transfer>& transfers, uint64_t requested_ps = UINT64_MAX);
+                   const std::vector<isa::Transfer>& transfers, uint64_t requested_ps = UINT64_MAX,
+                   bool latency = true);
   bool batch_done(DmaEngine::Channel channel, const std::vector<isa::Transfer>& transfers,
                   uint64_t& cycles);
   // A load's transfers have arrived: copies the data (functional mode) and invalidates what the

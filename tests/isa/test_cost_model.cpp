@@ -69,6 +69,23 @@ TEST_CASE("the cost of a tiling, by hand") {
   CHECK(model.tiling_cycles(0, op, ops, mm, {1, 8, 8, 4}) == 166.0);
 }
 
+TEST_CASE("a posted write-back holds its sub-block for its data only") {
+  const OpTable& ops = OpTable::builtin();
+  const OpDef& op = ops.get("matmul");
+  LevelCost c = leaf_model(64 << 10).level(0);
+  c.depth = 1;
+  const Instruction mm = matmul(8, 8, 8);
+  // Four pieces of 2 rows, one sub-block: b static (256 / 16 = 16); each piece loads its a
+  // tile (64 B: 10 + 4 = 14), runs 1 * 2 * 8 + 7 = 23 and writes 64 B back (10 + 4 = 14). The
+  // first takes 14 + 23 + 14 = 51; each later one waits for the sub-block the one before
+  // holds: 51 with the write's latency in it, 41 when the write is posted (its data, 4).
+  CHECK(CostModel(Policy::search, {c}).tiling_cycles(0, op, ops, mm, {1, 2, 8, 8}) ==
+        16.0 + 51 + 3 * 51);
+  c.posted = true;
+  CHECK(CostModel(Policy::search, {c}).tiling_cycles(0, op, ops, mm, {1, 2, 8, 8}) ==
+        16.0 + 51 + 3 * 41);
+}
+
 TEST_CASE("a piece's load leaves out only the static inputs it reads") {
   const OpTable& ops = OpTable::builtin();
   const OpDef& op = ops.get("matmul_bias_act");
