@@ -62,8 +62,9 @@ std::vector<int64_t> policy_parts(const isa::OpDef& op, const isa::OpTable& ops,
   const std::vector<int64_t> ext = isa::dim_extents(op, local);
   for (size_t d = 0; d < ext.size(); ++d)
     if (op.dims[d].kind == isa::DimKind::parallel && ext[d] > 1)
-      return model.policy() == isa::Policy::search ? model.parallel_parts(0, op, ops, local, fanout)
-                                                   : isa::halving_parts(op, local, fanout);
+      return model.policy() == isa::Policy::search
+                 ? model.parallel_parts(0, op, ops, local, fanout, isa::CostModel::Choice::decide)
+                 : isa::halving_parts(op, local, fanout);
   return std::vector<int64_t>(ext.size(), 1);
 }
 

@@ -15,6 +15,11 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// CostModel::Choice::decide re-ranks the partitions whose children's quick estimates lie within
+// kRefine of the best by full estimates, at most kRefined distinct children.
+constexpr double kRefine = 0.1;
+constexpr size_t kRefined = 2;
+
 // Bytes the piece reads and writes in its parent's memory (broadcast dims once).
 void piece_traffic(const OpDef& op, const Instruction& piece, double& read, double& written) {
   read = written = 0;
@@ -292,21 +297,41 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
   for (size_t o = 0; o < op.operands.size(); ++o)
     if (input_stays_whole(op, instr, ext, tile, o) && operand_is_read(op, piece, o))
       stat_read += static_cast<double>(align_up(instr.operands[o].stored_bytes(), kTileAlign));
+  // fin: what the last piece of each output tile loads beyond the others (its `final` reduce
+  // attributes set: a fused epilogue's bias and residual, unless static), which `piece`, the
+  // first of a split reduce dim, does not read.
+  double fin = 0;
+  for (size_t o = 0; o < op.operands.size(); ++o)
+    if (op.epilogue_only(o) && operand_is_read(op, instr, o) && !operand_is_read(op, piece, o) &&
+        !input_stays_whole(op, instr, ext, tile, o))
+      fin += static_cast<double>(piece.operands[o].stored_bytes());
   const double ld = lc.latency_cycles + std::max(0.0, read - stat_read) / lc.bytes_per_cycle;
+  // An accumulating piece's load beside `ld`: one in reduce_parts - 1 reads `fin` too.
+  const double ld_fin = reduce_parts > 1 ? fin / (reduce_parts - 1) / lc.bytes_per_cycle : 0;
   const double wb = lc.latency_cycles + written / lc.bytes_per_cycle;
   const double dec = static_cast<double>(lc.decode_cycles);
   const double first = pieces / reduce_parts;
   const bool resident = lc.resident && resident_split(op, instr, tile);
   // In a run, the next instruction goes on beside this one when it continues this one's held
-  // tile (every piece accumulates onto one output tile: a single resident group) or when both
-  // fit the memory at once.
+  // tile (every piece accumulates onto one output tile: a single resident group, in a run of
+  // pieces of one sum) or when both fit the memory at once. An instruction that completes a sum
+  // it did not continue (a reduce dim's `final` attribute set, no accumulate attribute: its
+  // epilogue applied to the whole sum) is not in a run of pieces of one sum.
   bool overlapped = false;
   if (in_run) {
     NodeBudget whole{0, 1, lc.name};  // a leaf's: its static inputs once, N sub-blocks
     whole.capacity = lc.capacity;
     whole.depth = lc.depth;
-    overlapped = (lc.hold && resident && pieces == reduce_parts) ||
-                 2 * tiling_cost(op, ops, instr, tile, whole) <= lc.capacity;
+    bool whole_sum = false;
+    for (const DimDef& dd : op.dims)
+      whole_sum = whole_sum || (dd.kind == DimKind::reduce && dd.final_index >= 0 &&
+                                instr.attrs[static_cast<size_t>(dd.final_index)] != 0);
+    whole_sum = whole_sum && !starting_instruction(op, instr);
+    overlapped = (lc.hold && resident && pieces == reduce_parts && !whole_sum) ||
+                 tiling_cost(op, ops, instr, tile, whole) +
+                         (whole_sum ? static_footprint(op, instr, tile)
+                                    : tiling_cost(op, ops, instr, tile, whole)) <=
+                     lc.capacity;
   }
   // The first sweep over the output tiles pipelines. A piece that accumulates reads its output
   // tile, and a node's LD waits for every earlier piece in flight that writes what it reads:
@@ -341,16 +366,16 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
       return stat / lc.bytes_per_cycle + head +
              ramp_n * std::max({ld_r, ex_s, wb_s / reduce_parts, dec}) +
              (first - 1 - ramp_n) * std::max({ld_s, ex_s, wb_s / reduce_parts, dec, occupied}) +
-             (pieces - first) * std::max({flowing(ld - held / lc.bytes_per_cycle), ex_acc,
+             (pieces - first) * std::max({flowing(ld - held / lc.bytes_per_cycle + ld_fin), ex_acc,
                                           wb_s / reduce_parts, dec});
     }
     if (lc.tile_hazards && first > lc.depth) {
       const double acc_steady =
-          std::max({flowing(ld + accumulated / lc.bytes_per_cycle), ex_s, wb_s, dec});
+          std::max({flowing(ld + accumulated / lc.bytes_per_cycle + ld_fin), ex_s, wb_s, dec});
       return stat / lc.bytes_per_cycle + head + ramp_n * ramp + (first - 1 - ramp_n) * steady +
              (pieces - first) * acc_steady;
     }
-    const double serial = (ld + accumulated / lc.bytes_per_cycle) + ex_acc + wb;
+    const double serial = (ld + accumulated / lc.bytes_per_cycle + ld_fin) + ex_acc + wb;
     return stat / lc.bytes_per_cycle + head + ramp_n * ramp + (first - 1 - ramp_n) * steady +
            (pieces - first) * serial;
   };
@@ -454,11 +479,17 @@ double CostModel::node_cycles(int l, const OpDef& op, const OpTable& ops, const 
 }
 
 const std::vector<int64_t>& CostModel::parallel_parts(int l, const OpDef& op, const OpTable& ops,
-                                                      const Instruction& piece, int fanout) const {
+                                                      const Instruction& piece, int fanout,
+                                                      Choice choice) const {
+  // Only a node's partitions for leaves are refined: the full estimate of an inner child is a
+  // search of its own, and the root's child gets a program's instruction whole, not a run of
+  // pieces (isa/decompose/README.md).
+  const bool refine = choice == Choice::decide && l >= 0 && level(l + 1).leaf;
   auto& cache = parts_cache_.at(static_cast<size_t>(l + 1));  // the root is level -1
   PackedKey packed;
   put_shape_key(piece, packed);
   packed.push_back(fanout);
+  packed.push_back(refine);
   if (auto it = cache.find(packed); it != cache.end()) return it->second;
   const std::vector<int64_t> ext = dim_extents(op, piece);
   if (const std::vector<int64_t>* pinned =
@@ -469,7 +500,7 @@ const std::vector<int64_t>& CostModel::parallel_parts(int l, const OpDef& op, co
   // one to the next (hold_partial_sums).
   if (level(l + 1).hold)
     if (const std::optional<Instruction> start = starting_instruction(op, piece)) {
-      std::vector<int64_t> parts = parallel_parts(l, op, ops, *start, fanout);
+      std::vector<int64_t> parts = parallel_parts(l, op, ops, *start, fanout, choice);
       return cache.emplace(std::move(packed), std::move(parts)).first->second;
     }
   // Each candidate judged by the estimated time of its largest child (children of one split
@@ -506,6 +537,18 @@ const std::vector<int64_t>& CostModel::parallel_parts(int l, const OpDef& op, co
     bool exact = false;
   };
   std::map<std::vector<int64_t>, Seen> seen;
+  // With `refine`, the candidates of parallel dims (exact quick estimates within kRefine of the
+  // best: the pruning below spares none of them).
+  struct Near {
+    std::vector<int64_t> parts, len;
+    int64_t used = 1;
+  };
+  std::vector<Near> near;
+  const double margin = refine ? 1 + kRefine : 1;
+  if (refine) {
+    seen[ext] = Seen{parallel.t, true};  // the piece unsplit
+    near.push_back({candidates.front(), ext, 1});
+  }
   for (size_t c = 1; c < candidates.size(); ++c) {
     const std::vector<int64_t>& parts = candidates[c];
     int64_t used = 1;
@@ -528,13 +571,37 @@ const std::vector<int64_t>& CostModel::parallel_parts(int l, const OpDef& op, co
       }
       continue;
     }
-    const double needed = parallel.needed(used);
+    const double needed = parallel.needed(used) * margin;
     auto [it, fresh] = seen.try_emplace(len);
     if (fresh || (!it->second.exact && it->second.t < needed)) {
       const double t = quick_cycles(l + 1, op, ops, largest_part(op, piece, parts), needed);
       it->second = Seen{t, t < needed};
     }
     parallel.take(parts, it->second.t, used);
+    if (refine && it->second.exact) near.push_back({parts, len, used});
+  }
+  // A quick estimate counts each operand of a child once, which the child's own tiling may
+  // load more than once (its input again for each tile of its weights, when both do not fit
+  // beside each other in one piece). The near candidates, the kRefined closest distinct
+  // children in order of their quick estimates (ties: fewer children), are re-ranked by their
+  // largest child's full estimate (node_cycles: its own tiling, in a run of this node's pieces).
+  if (refine) {
+    auto quick = [&](const Near& n) { return seen.at(n.len).t; };
+    std::stable_sort(near.begin(), near.end(), [&](const Near& a, const Near& b) {
+      return quick(a) < quick(b) || (quick(a) == quick(b) && a.used < b.used);
+    });
+    std::vector<const std::vector<int64_t>*> children;
+    Best full;
+    for (const Near& n : near) {
+      if (quick(n) > parallel.t * margin || children.size() == kRefined) break;
+      // A child of lengths already estimated: the same estimate, with no fewer children.
+      if (std::any_of(children.begin(), children.end(), [&](auto* c) { return *c == n.len; }))
+        continue;
+      children.push_back(&n.len);
+      full.take(n.parts, node_cycles(l + 1, op, ops, largest_part(op, piece, n.parts), true),
+                n.used);
+    }
+    if (children.size() > 1) parallel.parts = full.parts;
   }
   // A reduce split leaves each child a whole output to accumulate its part of the sum onto,
   // which its own tiling may have to split serially: a quick estimate misses that. It is chosen

@@ -148,12 +148,18 @@ class CostModel {
   double quick_cycles(int l, const OpDef& op, const OpTable& ops, const Instruction& instr,
                       double at_least = std::numeric_limits<double>::infinity()) const;
 
+  // What a partition is asked for: to estimate a piece of a candidate tiling, or to split a
+  // piece the node executes (decide: where the children are leaves, the candidates whose quick
+  // estimates lie near the best are re-ranked by the children's full estimates).
+  enum class Choice : uint8_t { estimate, decide };
+
   // The parts per dim that `search` splits a piece across a node's `fanout` children with (a
   // node of level `l`, -1 for the root; its children are level l + 1); cached by the piece's
   // shape. A candidate is judged by its largest child's quick_cycles, plus, where it splits a
   // reduce dim, the node's LFU combining the partials (in the children's cycles).
   const std::vector<int64_t>& parallel_parts(int l, const OpDef& op, const OpTable& ops,
-                                             const Instruction& piece, int fanout) const;
+                                             const Instruction& piece, int fanout,
+                                             Choice choice = Choice::estimate) const;
 
   void pin(PinnedDecision decision);
   // The pinned tiling of `instr` at a node of level `l`, or null (the policy decides).

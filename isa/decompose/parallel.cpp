@@ -175,9 +175,11 @@ ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& i
   if (!par.empty() && pinned && fanout > 1) {
     parts = pinned_partition(op, ext, *pinned);
   } else if (!par.empty() && model && model->policy() == Policy::search && fanout > 1) {
+    constexpr CostModel::Choice decide = CostModel::Choice::decide;
     parts = like && level >= 0
-                ? pinned_partition(op, ext, model->parallel_parts(level, op, ops, *like, fanout))
-                : model->parallel_parts(level, op, ops, instr, fanout);
+                ? pinned_partition(op, ext,
+                                   model->parallel_parts(level, op, ops, *like, fanout, decide))
+                : model->parallel_parts(level, op, ops, instr, fanout, decide);
   } else if (!par.empty()) {
     parts = halving_parts(op, instr, fanout);
   } else if (!red.empty() && fanout > 1) {

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 #include "isa/decompose/cost_model.h"
@@ -105,6 +106,65 @@ TEST_CASE("a piece's load leaves out only the static inputs it reads") {
   // read is not subtracted from the a and b it does (that would load them in 22).
   // 4 + 26 + 23 + 26 + (26 + 16 + 23 + 26) = 170.
   CHECK(model.tiling_cycles(0, op, ops, mm, {1, 8, 8, 4}) == 170.0);
+}
+
+TEST_CASE("the last piece of a sum loads the epilogue's inputs") {
+  const OpTable& ops = OpTable::builtin();
+  const OpDef& op = ops.get("matmul_bias_add_act");
+  const CostModel model = leaf_model(64 << 10);
+  // act(a[1,8,8] x b[1,8,8] + bias[8] + res[1,8,8]), epilogue on; dims B, M, N, K. Tiles of
+  // 4 rows and half of K: 4 pieces, the two of K's first half first. The bias stays whole
+  // (static: 32 B placed in 64, 64 / 16 = 4); res, split by rows, is not static. A piece of the
+  // first half loads its a and b tiles (64 + 128 B: 10 + 12 = 22), runs the matmul
+  // 1 * 1 * 2 * 4 + 7 = 15 and writes its out tile back (128 B: 10 + 8 = 18): 55; the second
+  // follows at its load's pace, 22. A piece of the second half completes its sum: it reads
+  // its out tile back (8) and its res tile (128 B, 8), and runs alone: 22 + 8 + 8 + 15 + 18.
+  // 4 + 55 + 22 + 2 x 71 = 223 (207 if the residual were not loaded).
+  const Instruction mm{
+      op.opcode,
+      {make_tensor(0, DType::f32, {1, 8, 8}), make_tensor(1 << 20, DType::f32, {1, 8, 8}),
+       make_tensor(2 << 20, DType::f32, {8}), make_tensor(3 << 20, DType::f32, {1, 8, 8}),
+       make_tensor(4 << 20, DType::f32, {1, 8, 8})},
+      {0, 1, 0, 0, 0, 0}};
+  CHECK(model.tiling_cycles(0, op, ops, mm, {1, 4, 8, 4}) == 223.0);
+}
+
+TEST_CASE("an instruction that completes a sum it did not continue keeps no tile for the next") {
+  const OpTable& ops = OpTable::builtin();
+  const OpDef& op = ops.get("matmul_bias_act");
+  LevelCost c = leaf_model(64 << 10).level(0);
+  c.resident = c.hold = c.overlap = true;
+  c.capacity = 64;  // no two instructions fit beside each other
+  const CostModel model(Policy::search, {c});
+  // act(a[1,8,8] x b[1,8,8] + bias[8]) with K split in two, in a run of its parent's pieces.
+  // The bias stays whole (64 / 16 = 4). Each piece loads its a and b tiles (256 B: 10 + 16 =
+  // 26) and runs the matmul 1 * 2 * 2 * 4 + 7 = 23; the second, resident, loads no out and
+  // writes the sum back (10 + 16 = 26): its period is 26.
+  Instruction mm{
+      op.opcode,
+      {make_tensor(0, DType::f32, {1, 8, 8}), make_tensor(1 << 20, DType::f32, {1, 8, 8}),
+       make_tensor(2 << 20, DType::f32, {8}), make_tensor(3 << 20, DType::f32, {1, 8, 8})},
+      {0, 0, 0, 0, 0, 0}};
+  // Epilogue off: the start of a sum its parent's next piece continues, in the tile it holds:
+  // its first piece overlaps the instruction before, a period (26). 4 + 26 + 26 = 56.
+  const double inf = std::numeric_limits<double>::infinity();
+  CHECK(model.tiling_cycles(0, op, ops, mm, {1, 8, 8, 4}, inf, true) == 56.0);
+  // Epilogue on and no accumulate: a whole sum; the parent's next piece starts a tile of its
+  // own, so the first piece loads, runs and writes back in turn: 4 + (26 + 23 + 26) + 26 = 105.
+  mm.attrs[1] = 1;
+  CHECK(model.tiling_cycles(0, op, ops, mm, {1, 8, 8, 4}, inf, true) == 105.0);
+  // The next whole sum goes on beside it when their static tiles and one cyclic segment (its
+  // plan's, the same size: the rotation goes on) fit the memory at once: then 56 again.
+  NodeBudget whole{0, 1, "core"};
+  whole.capacity = 64 << 10;
+  whole.depth = 3;
+  const uint64_t beside =
+      tiling_cost(op, ops, mm, {1, 8, 8, 4}, whole) + static_footprint(op, mm, {1, 8, 8, 4});
+  for (const uint64_t capacity : {beside - 1, beside}) {
+    c.capacity = capacity;
+    CHECK(CostModel(Policy::search, {c}).tiling_cycles(0, op, ops, mm, {1, 8, 8, 4}, inf, true) ==
+          (capacity < beside ? 105.0 : 56.0));
+  }
 }
 
 TEST_CASE("a resident output tile is loaded by the first piece of its sum only") {

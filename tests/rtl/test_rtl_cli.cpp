@@ -274,7 +274,7 @@ TEST_CASE("--backend rtl gives the model's outputs and cycles") {
                   "output mm16 i32[30,19]: all 570 elements match the reference bit for bit"));
         CHECK(has(p.rtl.out, "outputs match the reference"));
       }
-      CHECK(leaf_total(p.rtl_stats, "rtl_matrix_instructions") == (machine == "tiny" ? 8 : 160));
+      CHECK(leaf_total(p.rtl_stats, "rtl_matrix_instructions") == (machine == "tiny" ? 8 : 128));
       CHECK(leaf_total(p.model_stats, "rtl_matrix_instructions") == 0);
     }
   }

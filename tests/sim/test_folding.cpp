@@ -346,19 +346,19 @@ TEST_CASE(
 }
 
 TEST_CASE("leaves that place alike tiles in different places of their memories fold as one") {
-  // VGG-16's conv1_2 then conv2_1 on f1: conv1_2's pieces leave the cores' tables in
-  // different states, so conv2_1's tiles land at different addresses in different cores. A
+  // VGG-16's conv1_1 then conv1_2 on f1: conv1_1's pieces leave the cores' tables in
+  // different states, so conv1_2's tiles land at different addresses in different cores. A
   // leaf's timing reads which tiles hit, not where they lie: such cores still run as one class.
   const MachineSpec f1 = load_machine_spec(kRoot + "/configs/f1.yaml");
-  const isa::Program two = layers_of("vgg16", {"conv1_2", "conv2_1"});
+  const isa::Program two = layers_of("vgg16", {"conv1_1", "conv1_2"});
   const RunResult f = simulate(f1, isa::OpTable::builtin(), two, Mode::timing);
   const RunResult u = unfolded(f1, two);
   check_same(f, u);
   // Unfolded, every piece of every node is simulated: per level, the sum of its nodes' pieces.
   const std::vector<uint64_t> pieces = pieces_per_level(f1, u);
   CHECK(u.simulated_pieces == pieces);
-  CHECK(pieces == std::vector<uint64_t>{2, 32, 10240});
-  // Folded, the 10240 leaf pieces take 1280 simulated ones (measured; 1320 when a class needed
+  CHECK(pieces == std::vector<uint64_t>{2, 40, 4352});
+  // Folded, the 4352 leaf pieces take 576 simulated ones (measured; 656 when a class needed
   // equal addresses).
-  CHECK(f.simulated_pieces == std::vector<uint64_t>{2, 32, 1280});
+  CHECK(f.simulated_pieces == std::vector<uint64_t>{2, 40, 576});
 }
