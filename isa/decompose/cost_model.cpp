@@ -317,7 +317,7 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
   // pieces of one sum) or when both fit the memory at once. An instruction that completes a sum
   // it did not continue (a reduce dim's `final` attribute set, no accumulate attribute: its
   // epilogue applied to the whole sum) is not in a run of pieces of one sum.
-  bool overlapped = false;
+  bool overlapped = false, continues = false;
   if (in_run) {
     NodeBudget whole{0, 1, lc.name};  // a leaf's: its static inputs once, N sub-blocks
     whole.capacity = lc.capacity;
@@ -327,6 +327,10 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
       whole_sum = whole_sum || (dd.kind == DimKind::reduce && dd.final_index >= 0 &&
                                 instr.attrs[static_cast<size_t>(dd.final_index)] != 0);
     whole_sum = whole_sum && !starting_instruction(op, instr);
+    // An accumulating instruction in one resident group at a level that holds partial sums
+    // continues the tile the one before kept (that one, not its last, wrote nothing back): its
+    // first piece does not load it.
+    continues = lc.hold && resident && pieces == reduce_parts && starting_instruction(op, instr);
     overlapped = (lc.hold && resident && pieces == reduce_parts && !whole_sum) ||
                  tiling_cost(op, ops, instr, tile, whole) +
                          (whole_sum ? static_footprint(op, instr, tile)
@@ -359,7 +363,8 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
     const double ramp = std::max({ld_r, ex_s, wb_s, dec});
     // The first piece: its load, execution and write-back in turn, or, overlapped with the
     // instructions around it, a period.
-    const double head = overlapped ? std::max({ld_s, ex, wb_s, dec}) : ld + ex + wb;
+    const double ld_h = continues ? ld - held / lc.bytes_per_cycle : ld;
+    const double head = overlapped ? std::max({flowing(ld_h), ex, wb_s, dec}) : ld_h + ex + wb;
     if (resident) {
       // Resident partial sums: no piece reloads its output tile, so none waits for a
       // write-back, and one write-back serves the reduce_parts pieces of a tile.

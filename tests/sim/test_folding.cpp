@@ -333,13 +333,13 @@ TEST_CASE("folding agrees where the order of the processes within a time step co
 TEST_CASE(
     "folding agrees where children issued beside their earlier instructions read what a "
     "sibling wrote") {
-  // ResNet-50's res5b_2b then res5b_2c on scale/leaves-0016: the root issues res5b_2c beside
-  // res5b_2b, and each cluster's first piece reads input channels that cluster 0 wrote. Cluster
-  // 0 would wait for its own write-back and the others for the root's piece, so the four,
-  // alike in all else, would not run as one; they all wait for the root's piece
+  // VGG-16's fc6 then fc7 on scale/leaves-0016: the root issues fc7 beside fc6, and the
+  // clusters' first pieces read what some of them wrote. A cluster would wait for its own
+  // write-back and the others for the root's piece, so the four, alike in all else, would not
+  // run as one (folded 64 cycles short of unfolded); they all wait for the root's piece
   // (Job::parent_orders).
   const MachineSpec spec = load_machine_spec(kRoot + "/configs/scale/leaves-0016.yaml");
-  const isa::Program two = layers_of("resnet50", {"res5b_2b", "res5b_2c"});
+  const isa::Program two = layers_of("vgg16", {"fc6", "fc7"});
   const RunResult f = simulate(spec, isa::OpTable::builtin(), two, Mode::timing);
   check_same(f, unfolded(spec, two));
   CHECK(f.nodes[0].stats[Counter::overlapped_pieces] > 0);
