@@ -322,16 +322,17 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
     NodeBudget whole{0, 1, lc.name};  // a leaf's: its static inputs once, N sub-blocks
     whole.capacity = lc.capacity;
     whole.depth = lc.depth;
+    const bool held_group = lc.hold && resident && pieces == reduce_parts;
+    const bool accumulates = starting_instruction(op, instr).has_value();
     bool whole_sum = false;
     for (const DimDef& dd : op.dims)
       whole_sum = whole_sum || (dd.kind == DimKind::reduce && dd.final_index >= 0 &&
                                 instr.attrs[static_cast<size_t>(dd.final_index)] != 0);
-    whole_sum = whole_sum && !starting_instruction(op, instr);
-    // An accumulating instruction in one resident group at a level that holds partial sums
-    // continues the tile the one before kept (that one, not its last, wrote nothing back): its
-    // first piece does not load it.
-    continues = lc.hold && resident && pieces == reduce_parts && starting_instruction(op, instr);
-    overlapped = (lc.hold && resident && pieces == reduce_parts && !whole_sum) ||
+    whole_sum = whole_sum && !accumulates;
+    // An accumulating instruction in one held group continues the tile the one before kept
+    // (which wrote nothing back): its first piece does not load it.
+    continues = held_group && accumulates;
+    overlapped = (held_group && !whole_sum) ||
                  tiling_cost(op, ops, instr, tile, whole) +
                          (whole_sum ? static_footprint(op, instr, tile)
                                     : tiling_cost(op, ops, instr, tile, whole)) <=
