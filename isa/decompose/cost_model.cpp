@@ -332,11 +332,9 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
     // An accumulating instruction in one held group continues the tile the one before kept
     // (which wrote nothing back): its first piece does not load it.
     continues = held_group && accumulates;
+    const uint64_t cost = tiling_cost(op, ops, instr, tile, whole);
     overlapped = (held_group && !whole_sum) ||
-                 tiling_cost(op, ops, instr, tile, whole) +
-                         (whole_sum ? static_footprint(op, instr, tile)
-                                    : tiling_cost(op, ops, instr, tile, whole)) <=
-                     lc.capacity;
+                 cost + (whole_sum ? static_footprint(op, instr, tile) : cost) <= lc.capacity;
   }
   // The first sweep over the output tiles pipelines. A piece that accumulates reads its output
   // tile, and a node's LD waits for every earlier piece in flight that writes what it reads:

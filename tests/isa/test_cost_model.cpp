@@ -40,6 +40,19 @@ Instruction matmul(int64_t M, int64_t K, int64_t N) {
       {0}};
 }
 
+// act(a[1,8,8] x b[1,8,8] + bias[8] (+ res[1,8,8] for matmul_bias_add_act)) with `epilogue`
+// set or clear, not accumulating, act none.
+Instruction fused_matmul(const OpDef& op, int64_t epilogue) {
+  Instruction mm{
+      op.opcode,
+      {make_tensor(0, DType::f32, {1, 8, 8}), make_tensor(1 << 20, DType::f32, {1, 8, 8}),
+       make_tensor(2 << 20, DType::f32, {8})},
+      {0, epilogue, 0, 0, 0, 0}};
+  for (size_t o = mm.operands.size(); o < op.operands.size(); ++o)
+    mm.operands.push_back(make_tensor(static_cast<uint64_t>(o + 1) << 20, DType::f32, {1, 8, 8}));
+  return mm;
+}
+
 NodeBudget budget(const CostModel& model, uint64_t capacity) {
   NodeBudget b{capacity / 3 / 64 * 64, 1, "core"};
   b.capacity = capacity;
@@ -92,12 +105,7 @@ TEST_CASE("a piece's load leaves out only the static inputs it reads") {
   const OpDef& op = ops.get("matmul_bias_act");
   const CostModel model = leaf_model(64 << 10);
   // act(a[1,8,8] x b[1,8,8] + bias[8]), epilogue on, act none; dims B, M, N, K.
-  const Instruction mm{op.opcode,
-                       {make_tensor(0, DType::f32, {1, 8, 8}),
-                        make_tensor(1 << 20, DType::f32, {1, 8, 8}),
-                        make_tensor(2 << 20, DType::f32, {8}),
-                        make_tensor(3 << 20, DType::f32, {1, 8, 8})},
-                       {0, 1, 0, 0, 0, 0}};
+  const Instruction mm = fused_matmul(op, 1);
   // K split in two. The bias stays whole (static: 32 B, placed in 64, 64 / 16 = 4); a and b
   // have a tile per piece. The first piece does not complete the sum, so it neither reads the
   // bias nor runs the epilogue: it loads its a and b tiles, 128 B each (10 + 256 / 16 = 26),
@@ -120,12 +128,7 @@ TEST_CASE("the last piece of a sum loads the epilogue's inputs") {
   // follows at its load's pace, 22. A piece of the second half completes its sum: it reads
   // its out tile back (8) and its res tile (128 B, 8), and runs alone: 22 + 8 + 8 + 15 + 18.
   // 4 + 55 + 22 + 2 x 71 = 223 (207 if the residual were not loaded).
-  const Instruction mm{
-      op.opcode,
-      {make_tensor(0, DType::f32, {1, 8, 8}), make_tensor(1 << 20, DType::f32, {1, 8, 8}),
-       make_tensor(2 << 20, DType::f32, {8}), make_tensor(3 << 20, DType::f32, {1, 8, 8}),
-       make_tensor(4 << 20, DType::f32, {1, 8, 8})},
-      {0, 1, 0, 0, 0, 0}};
+  const Instruction mm = fused_matmul(op, 1);
   CHECK(model.tiling_cycles(0, op, ops, mm, {1, 4, 8, 4}) == 223.0);
 }
 
@@ -140,11 +143,7 @@ TEST_CASE("an instruction that completes a sum it did not continue keeps no tile
   // The bias stays whole (64 / 16 = 4). Each piece loads its a and b tiles (256 B: 10 + 16 =
   // 26) and runs the matmul 1 * 2 * 2 * 4 + 7 = 23; the second, resident, loads no out and
   // writes the sum back (10 + 16 = 26): its period is 26.
-  Instruction mm{
-      op.opcode,
-      {make_tensor(0, DType::f32, {1, 8, 8}), make_tensor(1 << 20, DType::f32, {1, 8, 8}),
-       make_tensor(2 << 20, DType::f32, {8}), make_tensor(3 << 20, DType::f32, {1, 8, 8})},
-      {0, 0, 0, 0, 0, 0}};
+  Instruction mm = fused_matmul(op, 0);
   // Epilogue off: the start of a sum its parent's next piece continues, in the tile it holds:
   // its first piece overlaps the instruction before, a period (26). 4 + 26 + 26 = 56.
   const double inf = std::numeric_limits<double>::infinity();

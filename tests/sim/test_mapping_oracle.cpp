@@ -9,6 +9,8 @@
 
 #include "isa/assembly.h"
 #include "isa/decompose/cost_model.h"
+#include "isa/decompose/parallel.h"
+#include "sim/instruction_plan.h"
 #include "sim/machine.h"
 #include "sim/mapping_oracle.h"
 #include "sim/trace.h"
@@ -391,4 +393,41 @@ TEST_CASE("oracle: a candidate given wrong is a ConfigError naming it and what i
                                    "M=8': the tiling does not fit the top node's memory (cluster: "
                                    "1280 bytes needed, 1024 available)");
   CHECK(error("M=4", tight) == "no error");
+}
+
+TEST_CASE("a node re-ranks its nearest partitions for leaves by their own tilings") {
+  // The f1 chip's first piece of ResNet-50's res2a_2c (1x1, 64 -> 256 channels, 7 rows of 56,
+  // bias, residual and ReLU fused), split across the 32 cores. By the quick estimate (each
+  // operand counted once) Co 4 x Wo 8 is best; a core's 64 channels x 49 pixels then do not fit
+  // beside its input, so its own tiling loads the input once per weight tile, and its full
+  // estimate ranks Co 8 x Wo 4 first. A piece the chip executes takes that one; the estimates of
+  // candidate tilings keep the quick choice.
+  const MachineSpec spec = load_machine_spec(std::string(FRACSIM_SOURCE_DIR) + "/configs/f1.yaml");
+  const isa::OpTable& ops = isa::OpTable::builtin();
+  const isa::Program p = isa::assemble(
+      ".program piece\n"
+      ".footprint 2097152\n"
+      "conv2d_bias_add_act in=f32@0x0[1,1,64,7,56:25088,25088,392,56,1] "
+      "w=f32@0x10000[1,256,64,1,1:16384,64,1,1,1] bias=f32@0x20000[1,256:256,1] "
+      "res=f32@0x30000[1,1,256,7,56:100352,100352,392,56,1] "
+      "out=f32@0x50000[1,1,256,7,56:100352,100352,392,56,1] stride_h=1 stride_w=1 "
+      "dilation_h=1 dilation_w=1 pad_h0=0 pad_h1=0 pad_w0=0 pad_w1=0 accumulate=0 epilogue=1 "
+      "act=relu alpha=0.0001 lo=0 hi=6\n",
+      "piece.fasm", ops);
+  const isa::Instruction& piece = p.instructions.front();
+  const isa::OpDef& op = ops.get(piece.opcode);
+  const isa::CostModel model = cost_model(spec);
+  using Choice = isa::CostModel::Choice;
+  const std::vector<int64_t> quick = model.parallel_parts(0, op, ops, piece, 32, Choice::estimate);
+  const std::vector<int64_t> decided = model.parallel_parts(0, op, ops, piece, 32, Choice::decide);
+  // Parts per dim: N, G, Co, Ho, Wo, then the reduce and window dims.
+  CHECK(quick == std::vector<int64_t>{1, 1, 4, 1, 8, 1, 1, 1, 1, 1});
+  CHECK(decided == std::vector<int64_t>{1, 1, 8, 1, 4, 1, 1, 1, 1, 1});
+  auto child = [&](const std::vector<int64_t>& parts) {
+    return isa::split_by_parts(op, ops, piece, parts, 0).children.front();
+  };
+  CHECK(model.quick_cycles(1, op, ops, child(quick)) <
+        model.quick_cycles(1, op, ops, child(decided)));
+  CHECK(model.node_cycles(1, op, ops, child(decided), true) <
+        model.node_cycles(1, op, ops, child(quick), true));
 }
