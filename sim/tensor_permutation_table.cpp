@@ -46,7 +46,7 @@ TensorPermutationTable::Entry TensorPermutationTable::make_entry(const isa::Tens
 void TensorPermutationTable::Entries::insert(Entry e, const isa::TensorRef& view) {
   const auto at = std::upper_bound(list.begin(), list.end(), e.local,
                                    [](uint64_t local, const Entry& x) { return local < x.local; });
-  views.insert(views.begin() + (at - list.begin()), view);
+  views.insert(views.begin() + (at - list.begin()), std::make_shared<const isa::TensorRef>(view));
   lo = std::min(lo, e.span_begin);
   hi = std::max(hi, e.span_end);
   list.insert(at, e);
@@ -102,10 +102,21 @@ bool TensorPermutationTable::try_place(const std::vector<uint64_t>& miss_bytes,
         at = std::max(at, e.local + e.bytes);
       }
   } else {  // an overlapped instruction's tiles are taken too
-    std::vector<std::pair<uint64_t, uint64_t>> held = busy;  // [begin, end)
-    if (entries_)
-      for (const Entry& e : entries_->list) held.emplace_back(e.local, e.local + e.bytes);
-    std::sort(held.begin(), held.end());
+    std::vector<std::pair<uint64_t, uint64_t>> taken = busy;  // [begin, end)
+    std::sort(taken.begin(), taken.end());
+    std::vector<std::pair<uint64_t, uint64_t>> held;  // both, merged (the entries are in order)
+    held.reserve(taken.size() + size());
+    if (entries_) {
+      auto t = taken.begin();
+      for (const Entry& e : entries_->list) {
+        const std::pair<uint64_t, uint64_t> range{e.local, e.local + e.bytes};
+        for (; t != taken.end() && *t < range; ++t) held.push_back(*t);
+        held.push_back(range);
+      }
+      held.insert(held.end(), t, taken.end());
+    } else {
+      held = std::move(taken);
+    }
     for (const auto& [begin, end] : held) {
       if (begin > at) gaps.push_back({at, begin});
       at = std::max(at, end);
@@ -220,7 +231,7 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
   for (size_t u = 0; u < uniq.size(); ++u) uniq_span[u] = requests[uniq[u]].view.byte_span();
   auto holds = [&](size_t e, size_t u) {
     return table[e].span_begin == uniq_span[u].first && table[e].span_end == uniq_span[u].second &&
-           all.views[e] == requests[uniq[u]].view;
+           *all.views[e] == requests[uniq[u]].view;
   };
 
   while (true) {
@@ -301,8 +312,8 @@ std::optional<ResidentView> TensorPermutationTable::containing(const isa::Tensor
   if (!entries_) return std::nullopt;
   for (size_t i = 0; i < entries_->list.size(); ++i) {
     const Entry& e = entries_->list[i];
-    if (e.whole && isa::view_within(entries_->views[i], view, e.local))
-      return ResidentView{entries_->views[i], e.local, e.bytes};
+    if (e.whole && isa::view_within(*entries_->views[i], view, e.local))
+      return ResidentView{*entries_->views[i], e.local, e.bytes};
   }
   return std::nullopt;
 }
@@ -310,7 +321,7 @@ std::optional<ResidentView> TensorPermutationTable::containing(const isa::Tensor
 std::optional<uint64_t> TensorPermutationTable::lookup(const isa::TensorRef& view) const {
   if (!entries_) return std::nullopt;
   for (size_t i = 0; i < entries_->list.size(); ++i)
-    if (entries_->views[i] == view) return entries_->list[i].local;
+    if (*entries_->views[i] == view) return entries_->list[i].local;
   return std::nullopt;
 }
 
@@ -374,7 +385,7 @@ bool TensorPermutationTable::same_contents(const TensorPermutationTable& o) cons
   const std::vector<Entry>& b = o.entries_->list;
   for (size_t i = 0; i < a.size(); ++i)
     if (a[i].local != b[i].local || a[i].bytes != b[i].bytes ||
-        entries_->views[i] != o.entries_->views[i] || a[i].whole != b[i].whole)
+        *entries_->views[i] != *o.entries_->views[i] || a[i].whole != b[i].whole)
       return false;
   // Taken in a's order of use, b's uses rise where a's do and tie where a's tie: every two
   // entries compare alike (the least recently used, the victim, is the same entry).

@@ -167,7 +167,9 @@ class TensorPermutationTable {
   // Changed only through insert, erase_at and erase_if, which keep them in step.
   struct Entries {
     std::vector<Entry> list;
-    std::vector<isa::TensorRef> views;  // views[i]: list[i]'s, in the parent's memory
+    // views[i]: list[i]'s, in the parent's memory; shared, never changed, so that a copy of
+    // the entries (copy on write, below) copies pointers, not views.
+    std::vector<std::shared_ptr<const isa::TensorRef>> views;
     uint64_t lo = UINT64_MAX, hi = 0;   // the spans' hull
     void insert(Entry e, const isa::TensorRef& view);  // at its place in local order
     void erase_at(size_t i);
