@@ -153,7 +153,30 @@ std::vector<int64_t> planning_key(const OpDef& op, const Instruction& instr) {
   return key;
 }
 
-void CostModel::pin(PinnedDecision decision) { pinned_ = std::move(decision); }
+void CostModel::pin(PinnedDecision decision) {
+  pinned_ = std::move(decision);
+  tiling_choices_ = {};
+}
+
+PackedKey CostModel::tiling_key(const OpDef& op, const Instruction& instr,
+                                const NodeBudget& budget) const {
+  PackedKey key;
+  put_planning_key(op, instr, key);
+  for (const uint64_t v : {budget.bytes, budget.capacity}) key.push_back(static_cast<int64_t>(v));
+  for (const int v : {budget.fanout, budget.depth, budget.level}) key.push_back(v);
+  key.push_back(budget.resident);
+  key.push_back(budget.run);
+  return key;
+}
+
+const std::vector<int64_t>* CostModel::remembered_tiling(const PackedKey& key) const {
+  const auto it = tiling_choices_.find(key);
+  return it == tiling_choices_.end() ? nullptr : &it->second;
+}
+
+void CostModel::remember_tiling(PackedKey key, const std::vector<int64_t>& tile) const {
+  tiling_choices_.emplace(std::move(key), tile);
+}
 
 const std::vector<int64_t>* CostModel::pinned_tile(int l, const Instruction& instr) const {
   if (!pinned_ || pinned_->level != l || pinned_->tile.empty() ||

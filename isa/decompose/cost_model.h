@@ -29,6 +29,8 @@ std::string_view policy_name(Policy p);
 std::optional<Policy> policy_named(std::string_view name);
 constexpr std::string_view kPolicyNames = "halving or search";
 
+struct NodeBudget;  // isa/decompose/sequential.h
+
 // One level of the machine as the cost model sees it; cycles are the level's own.
 struct LevelCost {
   std::string name;
@@ -121,6 +123,13 @@ class CostModel {
                        double at_least = std::numeric_limits<double>::infinity(),
                        bool in_run = false) const;
 
+  // choose_tiling's choices under `search`, remembered by the instruction's planning key and the
+  // budget: a node plans an instruction against up to three budgets, and its parent's search
+  // estimates the same instruction's tiling again. pin() forgets them.
+  PackedKey tiling_key(const OpDef& op, const Instruction& instr, const NodeBudget& budget) const;
+  const std::vector<int64_t>* remembered_tiling(const PackedKey& key) const;
+  void remember_tiling(PackedKey key, const std::vector<int64_t>& tile) const;
+
   // Estimated cycles of a piece's execution at level `l` (EX): the unit's cycles at a leaf;
   // at an inner node its largest child's quick_cycles, split by the policy, plus the LFU's
   // reductions.
@@ -189,6 +198,7 @@ class CostModel {
   mutable std::vector<Cache<double>> node_cache_, quick_cache_, steady_cache_, execute_cache_,
       tiling_cache_;
   mutable std::vector<Cache<std::vector<int64_t>>> parts_cache_;
+  mutable Cache<std::vector<int64_t>> tiling_choices_;  // by tiling_key
   std::optional<PinnedDecision> pinned_;
 };
 

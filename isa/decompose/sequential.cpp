@@ -236,6 +236,12 @@ uint64_t tiling_cost(const OpDef& op, const OpTable& ops, const Instruction& ins
 
 std::vector<int64_t> choose_tiling(const OpDef& op, const OpTable& ops, const Instruction& instr,
                                    const NodeBudget& budget) {
+  const bool search = budget.model && budget.model->policy() == Policy::search;
+  PackedKey key;
+  if (search) {
+    key = budget.model->tiling_key(op, instr, budget);
+    if (const std::vector<int64_t>* tile = budget.model->remembered_tiling(key)) return *tile;
+  }
   const std::vector<int64_t> ext = dim_extents(op, instr);
   const size_t nd = ext.size();
   std::vector<int64_t> tile = ext;
@@ -324,8 +330,10 @@ std::vector<int64_t> choose_tiling(const OpDef& op, const OpTable& ops, const In
       tile = std::move(t);
     }
   }
-  if (budget.model && budget.model->policy() == Policy::search)
+  if (search) {
     tile = searched_tiling(op, ops, instr, budget, tile, cost, limit);
+    budget.model->remember_tiling(std::move(key), tile);
+  }
   return tile;
 }
 
