@@ -614,12 +614,16 @@ bool Node::dispatch_beside(const Piece& p) {
   }
   // A child that would find in its memory, once its own earlier instruction ends, the very
   // views it reads (that one's outputs, LevelSpec::keep_outputs) waits for it when that saves
-  // more bytes than the loads it could start early.
+  // more bytes than the loads it could start early. Not one that holds its tile for this piece
+  // (held_tiles_): it continues the tile in place beside the earlier instruction, or not at all
+  // (below), and loads it in neither case.
+  const bool holding = held_tiles_.size() == instrs.size();
   if (prefetch && ctx_.spec->levels[level_ + 1].keep_outputs)
     for (const auto& d : q.dispatches) {
       const isa::OpDef& o_op = *d->piece->op;
       const std::vector<isa::Instruction>& o_instrs = d->piece->split.children;
       for (size_t i = 0; i < instrs.size() && i < o_instrs.size(); ++i) {
+        if (holding && held_tiles_[i]) continue;
         // Whether that instruction keeps its whole output (InstructionPlan::kept_out).
         bool whole = false;
         for (const ChildClass& k : d->classes)

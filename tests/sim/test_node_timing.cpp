@@ -645,6 +645,43 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("held partial sums issued beside when the held tile outweighs the next piece's inputs") {
+  // VGG-16's conv5_1 at batch 4 (3x3, 512 -> 512 channels at 14x14) on scale/leaves-0064, under
+  // `search`. Each chip cuts Ci into three pieces across its 4 clusters, each cluster its pieces
+  // into many that its 4 cores accumulate onto output tiles they hold from one to the next
+  // (hold_partial_sums). A core's tile (its channels at 4 x 14 x 7 pixels) is larger than the
+  // inputs of the cluster's next piece. A child that will find its earlier instruction's
+  // output in its memory waits for it where that saves more bytes than the loads it could start
+  // early; a child that holds its tile finds it either way, so it does not wait: the clusters
+  // issue their pieces beside the ones before. Waiting, they issued none (0 overlapped pieces)
+  // and the run took 177,614 cycles for the same bytes. The figures are the simulation's,
+  // not derived by hand: no tiling halving would choose holds a tile of that weight.
+  const MachineSpec spec =
+      load_machine_spec(std::string(FRACSIM_SOURCE_DIR) + "/configs/scale/leaves-0064.yaml");
+  const isa::Program p = isa::assemble(
+      ".program conv5_1\n.footprint 14188544\n"
+      "conv2d_bias_act in=f32@0x0[4,1,512,14,14:100352,100352,196,14,1] "
+      "w=f32@0x200000[1,512,512,3,3:2359296,4608,9,3,1] bias=f32@0xb00000[1,512:512,1] "
+      "out=f32@0xc00000[4,1,512,14,14:100352,100352,196,14,1] stride_h=1 stride_w=1 "
+      "dilation_h=1 dilation_w=1 pad_h0=1 pad_h1=1 pad_w0=1 pad_w1=1 accumulate=0 epilogue=1 "
+      "act=relu alpha=0.0001 lo=0 hi=6\n",
+      "conv5_1.fasm", isa::OpTable::builtin());
+  const RunResult r = simulate(spec, isa::OpTable::builtin(), p, Mode::timing);
+  std::vector<uint64_t> pieces(4), overlapped(4), loaded(4), stored(4);
+  for (size_t i = 0; i < r.nodes.size(); ++i) {
+    const size_t l = static_cast<size_t>(r.nodes[i].level + 1);
+    pieces[l] += r.nodes[i].stats[Counter::pieces];
+    overlapped[l] += r.nodes[i].stats[Counter::overlapped_pieces];
+    loaded[l] += r.nodes[i].stats[Counter::load_bytes];
+    stored[l] += r.nodes[i].stats[Counter::store_bytes];
+  }
+  CHECK(r.cycles == 163326);
+  CHECK(pieces == std::vector<uint64_t>{1, 12, 1056, 8448});
+  CHECK(overlapped == std::vector<uint64_t>{0, 8, 752, 0});
+  CHECK(loaded == std::vector<uint64_t>{0, 22548480, 33558528, 106500096});
+  CHECK(stored == std::vector<uint64_t>{0, 1605632, 1605632, 30507008});
+}
+
 TEST_CASE(
     "a child reads what an earlier piece of its parent's produced once that piece's children "
     "are done, not once it retires behind a write-back") {
