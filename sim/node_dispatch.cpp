@@ -693,7 +693,7 @@ bool Node::dispatch_beside(const Piece& p) {
     accumulator[i] = first[i];
     // A child keeping its tile for this piece continues it in the same accumulator, in the same
     // cyclic segment (its plan has sub-blocks of the same size: holds_for).
-    if (held_tiles_.size() == n && held_tiles_[i]) {
+    if (holding && held_tiles_[i]) {
       if (ring && layout[i].cyclic_base == *ring) {
         layout[i].out_hit = true;
         accumulator[i] = before.accumulator;

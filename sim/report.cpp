@@ -15,13 +15,14 @@
 #include "sim/units.h"
 
 namespace fracsim::sim {
-namespace {
 
 std::vector<NodeStats> level_totals(const MachineSpec& spec, const RunResult& run) {
   std::vector<NodeStats> totals(spec.levels.size() + 1);
   for (const NodeReport& n : run.nodes) totals[n.level + 1] += n.stats;
   return totals;
 }
+
+namespace {
 
 // Appends the counters to object `j`, which has none of their names yet (to the ordered map
 // directly: its operator[] first searches every key).

@@ -56,6 +56,9 @@ nlohmann::ordered_json stats_json(const MachineSpec& spec, const isa::Program& p
                                   const RunResult& run, const FunctionalCheck& check,
                                   const isa::OpTable& ops = isa::OpTable::builtin());
 
+// Per level (the root first), its nodes' counters summed (stats.json's level totals).
+std::vector<NodeStats> level_totals(const MachineSpec& spec, const RunResult& run);
+
 // Per leaf unit, its work at peak over the run's cycles (each dtype at its own peak).
 std::array<double, isa::kUnitKinds> run_utilization(const MachineSpec& spec, const RunResult& run);
 

@@ -44,9 +44,8 @@ RunResult unfolded(const MachineSpec& spec, const isa::Program& p) {
 
 // Per level (the root first), the sum of its nodes' `pieces` counters.
 std::vector<uint64_t> pieces_per_level(const MachineSpec& spec, const RunResult& r) {
-  std::vector<uint64_t> pieces(spec.levels.size() + 1, 0);
-  for (const NodeReport& n : r.nodes)
-    pieces[static_cast<size_t>(n.level + 1)] += n.stats[Counter::pieces];
+  std::vector<uint64_t> pieces;
+  for (const NodeStats& t : level_totals(spec, r)) pieces.push_back(t[Counter::pieces]);
   return pieces;
 }
 

@@ -20,6 +20,7 @@
 #include "isa/error.h"
 #include "isa/reference.h"
 #include "sim/machine.h"
+#include "sim/report.h"
 
 using namespace fracsim;
 using namespace fracsim::sim;
@@ -667,19 +668,17 @@ TEST_CASE("held partial sums issued beside when the held tile outweighs the next
       "act=relu alpha=0.0001 lo=0 hi=6\n",
       "conv5_1.fasm", isa::OpTable::builtin());
   const RunResult r = simulate(spec, isa::OpTable::builtin(), p, Mode::timing);
-  std::vector<uint64_t> pieces(4), overlapped(4), loaded(4), stored(4);
-  for (size_t i = 0; i < r.nodes.size(); ++i) {
-    const size_t l = static_cast<size_t>(r.nodes[i].level + 1);
-    pieces[l] += r.nodes[i].stats[Counter::pieces];
-    overlapped[l] += r.nodes[i].stats[Counter::overlapped_pieces];
-    loaded[l] += r.nodes[i].stats[Counter::load_bytes];
-    stored[l] += r.nodes[i].stats[Counter::store_bytes];
-  }
+  const std::vector<NodeStats> totals = level_totals(spec, r);
+  auto per_level = [&](Counter c) {
+    std::vector<uint64_t> v;
+    for (const NodeStats& t : totals) v.push_back(t[c]);
+    return v;
+  };
   CHECK(r.cycles == 163326);
-  CHECK(pieces == std::vector<uint64_t>{1, 12, 1056, 8448});
-  CHECK(overlapped == std::vector<uint64_t>{0, 8, 752, 0});
-  CHECK(loaded == std::vector<uint64_t>{0, 22548480, 33558528, 106500096});
-  CHECK(stored == std::vector<uint64_t>{0, 1605632, 1605632, 30507008});
+  CHECK(per_level(Counter::pieces) == std::vector<uint64_t>{1, 12, 1056, 8448});
+  CHECK(per_level(Counter::overlapped_pieces) == std::vector<uint64_t>{0, 8, 752, 0});
+  CHECK(per_level(Counter::load_bytes) == std::vector<uint64_t>{0, 22548480, 33558528, 106500096});
+  CHECK(per_level(Counter::store_bytes) == std::vector<uint64_t>{0, 1605632, 1605632, 30507008});
 }
 
 TEST_CASE(
