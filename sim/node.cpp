@@ -443,6 +443,16 @@ bool Node::overwrites_earlier(const Piece& p) const {
   return false;
 }
 
+bool Node::outputs_overwrite_earlier(const Piece& p) const {
+  std::vector<std::pair<uint64_t, uint64_t>> outs;
+  for (const isa::TensorRef& t : p.local_outs) outs.push_back(t.byte_span());
+  for (const Piece* e : pipe_->in_flight) {
+    if (e == &p) break;
+    if (!e->sent && overlaps(is_leaf_ ? e->local_writes : local_use(*e), outs)) return true;
+  }
+  return false;
+}
+
 uint64_t Node::load_requested(const Piece& p, const std::vector<isa::TensorRef>& reads,
                               uint64_t operands,
                               const std::vector<std::pair<uint64_t, uint64_t>>& lands) const {
@@ -657,6 +667,14 @@ void Node::ex_step() {
                 return;
               }
             }
+          }
+          // Placed over memory an earlier piece still uses (Node::overwrites_earlier), its
+          // loads waited for that piece to write back; its out tiles, which its execution
+          // writes, wait here.
+          if (!is_root_ && ctx_.spec->levels[level_].overlap && !p->continues && !p->takes_over &&
+              outputs_overwrite_earlier(*p)) {
+            sc_core::next_trigger(q.written_back);
+            return;
           }
           st.t0 = sc_core::sc_time_stamp();
           if (!is_leaf_) {

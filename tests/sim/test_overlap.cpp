@@ -147,6 +147,48 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "an instruction placed over the running ones' cyclic segment executes after their write-back") {
+  // Three independent matmuls. The first two, 8x8 (a1 at 0, a2 at 12288, b at 4096 for both):
+  // a 256 B tile of a and of b static, one piece, sub-blocks of 256 B: a1 at 0, b at 2816, the
+  // cyclic segment at 256 (sub-block 0 [256, 512) the first's, 1 [512, 768) the second's,
+  // which goes on rotating it beside the first; a2 at 2560).
+  // The third: c [16,2] (1024) x d [2,8] (2048) -> out3 [16,8]: 128 + 64 B static, sub-blocks
+  // of 512 B. Its segment of 1536 B does not fit beside the two: it is placed as a drained
+  // leaf would place it, c at 256 and d at 384 (over the first's out tile), its segment at
+  // 448, its first sub-block [448, 960) over the second's out tile.
+  // First:  leaf ID 1 -> 2, LD a1 + b 512 B: 10 + 32 = 42: 2 -> 44, EX 2 * 2 * 8 + 7 = 39:
+  //         44 -> 83, WB out1 256 B 26: 83 -> 109.
+  // Second: leaf ID 2 -> 3, LD a2 (b resident) 26: 44 -> 70, EX 83 -> 122, WB 122 -> 148.
+  // Third:  leaf ID 3 -> 4, LD c + d 192 B: 10 + 12 = 22 once the first has written back:
+  //         109 -> 131; EX 4 * 2 * 2 + 7 = 23, which writes out3 over the second's out tile,
+  //         once the second has written back: 148 -> 171; WB 512 B 42: 171 -> 213. 213 cycles
+  const isa::TensorRef out3 = isa::make_tensor(18432, isa::DType::f32, {1, 16, 8});
+  const isa::Program p =
+      program({matmul(0, 4096, 8192), matmul(12288, 4096, 16384),
+               isa::Instruction{ops().get("matmul").opcode,
+                                {isa::make_tensor(1024, isa::DType::f32, {1, 16, 2}),
+                                 isa::make_tensor(2048, isa::DType::f32, {1, 2, 8}), out3},
+                                {0}}},
+              out3);
+  for (Mode mode : {Mode::timing, Mode::functional}) {
+    CAPTURE(mode == Mode::timing);
+    const RunResult on = run(true, p, mode);
+    CHECK(on.cycles == 213);
+    CHECK(counter(on, 0, Counter::overlapped_pieces) == 2);
+    CHECK(counter(on, 1, Counter::unit_cycles) == 39 + 39 + 23);
+    if (mode == Mode::functional) CHECK(on.memory == isa::run_reference(p, ops()));
+  }
+  TraceRecorder trace;
+  run(true, p, Mode::timing, &trace);
+  const std::string json = trace.json();
+  for (const std::string& e :
+       {event(1, 4, 122, 26), event(1, 1, 109, 22), event(1, 2, 148, 23), event(1, 4, 171, 42)}) {
+    CAPTURE(e);
+    CHECK(json.find(e) != std::string::npos);
+  }
+}
+
 TEST_CASE("two dependent instructions do not overlap: the second waits for the first's result") {
   // The second reads out1 (8192) as its a: read after write. The root's LD holds it until the
   // first has written back at 109 (107 hazard cycles), then the leaf runs it as a drained
