@@ -46,6 +46,19 @@ bool span_meets(std::pair<uint64_t, uint64_t> s, const std::vector<isa::TensorRe
   return false;
 }
 
+// A plan whose sub-blocks are smaller than those of the cyclic segment the child rotates goes on
+// rotating in that segment (Node::dispatch_beside): its sub-blocks as large as the segment's, each
+// piece using what it needs of one. Pieces of a split whose lengths differ by one (the rows of
+// a tiling that does not divide them) then continue where the earlier ones run instead of
+// waiting for them to drain.
+std::shared_ptr<const InstructionPlan> widened(std::shared_ptr<const InstructionPlan> plan,
+                                               uint64_t subblock_bytes) {
+  if (plan->subblock_bytes >= subblock_bytes) return plan;
+  auto wide = std::make_shared<InstructionPlan>(*plan);
+  wide->subblock_bytes = subblock_bytes;
+  return wide;
+}
+
 // What a child's instruction holds while it runs: its static tiles and its cyclic segment.
 ChildRun child_run(const InstructionPlan& plan, const SegmentLayout& layout, int depth, int first,
                    int accumulator) {
@@ -646,7 +659,8 @@ bool Node::dispatch_beside(const Piece& p) {
   const int depth = ctx_.spec->levels[level_ + 1].controller.pipeline_depth;
   const size_t n = instrs.size();
   std::vector<size_t> child(n);
-  std::vector<std::shared_ptr<const InstructionPlan>> plan(n);
+  // own: the child's plan; plan: the plan it runs (own, or own widened)
+  std::vector<std::shared_ptr<const InstructionPlan>> own(n), plan(n);
   std::vector<std::vector<int64_t>> keys(n);
   std::vector<SegmentLayout> layout(n);
   std::vector<int> first(n, 0), accumulator(n, 0);
@@ -662,14 +676,15 @@ bool Node::dispatch_beside(const Piece& p) {
     keys[i] = congruence_key(instrs[i]);
     auto [it, fresh] = planned.try_emplace(keys[i], i);
     const size_t f = it->second;
-    plan[i] = fresh ? child_plan(op, instrs[i], child[i], run) : plan[f];
+    const ChildRun& before = last.runs[i];
+    own[i] = fresh ? child_plan(op, instrs[i], child[i], run) : own[f];
+    plan[i] = own[i];
     std::vector<StaticRequest> requests =
-        fresh ? plan[i]->requests : translated_requests(*plan[f], instrs[f], instrs[i]);
+        fresh ? plan[i]->requests : translated_requests(*own[f], instrs[f], instrs[i]);
     std::vector<std::pair<uint64_t, uint64_t>> busy;
     for (const auto& d : q.dispatches)
       busy.insert(busy.end(), d->runs[i].busy.begin(), d->runs[i].busy.end());
-    const ChildRun& before = last.runs[i];
-    const uint64_t cyclic = static_cast<uint64_t>(depth) * plan[i]->subblock_bytes;
+    uint64_t cyclic = static_cast<uint64_t>(depth) * plan[i]->subblock_bytes;
     // The same cyclic segment goes on rotating; another takes free space.
     std::optional<uint64_t> ring;
     if (cyclic == before.ring_bytes) ring = before.ring;
@@ -678,10 +693,22 @@ bool Node::dispatch_beside(const Piece& p) {
     std::vector<ResidentInput> found;
     if (below_keeps_whole_outputs())
       found = resident_inputs(op, instrs[i], *plan[i], table, requests);
-    // Beside what the instructions still running hold, when it fits: nothing waits. Else as
-    // a drained node would place it: the child's load then waits for the earlier pieces whose
-    // memory it overwrites to write back (Node::ld_step).
-    if (auto placed = table.place_beside(requests, cyclic, busy, ring)) {
+    // Beside what the instructions still running hold, when it fits: nothing waits. A plan of
+    // smaller sub-blocks with no room for a segment of its own goes on rotating in the running
+    // one (widened). Else as a drained node would place it: the child's load then waits for the
+    // earlier pieces whose memory it overwrites to write back (Node::ld_step).
+    std::optional<SegmentLayout> placed = table.place_beside(requests, cyclic, busy, ring);
+    if (!placed && !ring) {
+      std::shared_ptr<const InstructionPlan> wide =
+          widened(own[i], before.ring_bytes / static_cast<uint64_t>(depth));
+      if (wide != own[i] &&
+          (placed = table.place_beside(requests, before.ring_bytes, busy, before.ring))) {
+        plan[i] = std::move(wide);
+        cyclic = before.ring_bytes;
+        ring = before.ring;
+      }
+    }
+    if (placed) {
       layout[i] = std::move(*placed);
       beside[i] = 1;
     } else {
@@ -758,10 +785,11 @@ bool Node::dispatch_beside(const Piece& p) {
   for (const ChildClass& k : prev.classes) {
     const int rep = k.members[0];
     // Its pieces must name the rep's own addresses.
-    auto own = planned.at(congruence_key(instrs[rep])) == static_cast<size_t>(rep)
-                   ? plan[rep]
-                   : child_plan(op, instrs[rep], child[rep], run);
-    d.classes.push_back({k.members, std::move(own), layout[rep]});
+    auto rep_plan =
+        planned.at(congruence_key(instrs[rep])) == static_cast<size_t>(rep)
+            ? plan[rep]
+            : widened(child_plan(op, instrs[rep], child[rep], run), plan[rep]->subblock_bytes);
+    d.classes.push_back({k.members, std::move(rep_plan), layout[rep]});
   }
   count(p, Counter::overlapped_pieces, 1);
   d.children.remaining = static_cast<int64_t>(d.classes.size());

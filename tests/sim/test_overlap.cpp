@@ -189,6 +189,48 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "a second instruction of smaller sub-blocks goes on rotating in the first's cyclic segment") {
+  // The first: a1 [16,8] (0) x b (4096) -> out1 [16,8] (8192), one piece: a1 512 B and b 256 B
+  // static, a sub-block of out1's 512 B, its cyclic segment 3 x 512 = 1536 B: 2304 of the
+  // leaf's 3072 B. The second: a2 (12288) x b -> out2 (16384), 8x8: a2 256 B static (b
+  // resident), sub-blocks of 256 B. A segment of its own (768 B) and a2 do not fit the 768 B
+  // left beside the first, so it goes on in the first's segment, each sub-block 512 B, at
+  // sub-block 1 (the first's one piece took sub-block 0): nothing it overwrites is running.
+  // First:  leaf ID 1 -> 2, LD a1 + b 768 B: 10 + 48 = 58: 2 -> 60, EX 4 * 2 * 8 + 7 = 71:
+  //         60 -> 131, WB out1 512 B: 10 + 32 = 42: 131 -> 173.
+  // Second: leaf ID 2 -> 3, LD a2 26: 60 -> 86 (once the first's load is done), EX 39 once the
+  //         unit is free: 131 -> 170, WB 26 once the channel is: 173 -> 199.   199 cycles
+  // overlap off: the second starts after the first's write-back, ID 173 -> 174, LD 174 -> 200,
+  // EX 200 -> 239, WB 239 -> 265.                                              265 cycles
+  const isa::Program p =
+      program({isa::Instruction{ops().get("matmul").opcode,
+                                {isa::make_tensor(0, isa::DType::f32, {1, 16, 8}), f32(4096),
+                                 isa::make_tensor(8192, isa::DType::f32, {1, 16, 8})},
+                                {0}},
+               matmul(12288, 4096, 16384)},
+              f32(16384));
+  for (Mode mode : {Mode::timing, Mode::functional}) {
+    CAPTURE(mode == Mode::timing);
+    CHECK(run(false, p, mode).cycles == 265);
+    const RunResult on = run(true, p, mode);
+    CHECK(on.cycles == 199);
+    CHECK(counter(on, 0, Counter::overlapped_pieces) == 1);
+    CHECK(counter(on, 1, Counter::load_bytes) == 768 + 256);
+    CHECK(counter(on, 1, Counter::unit_cycles) == 71 + 39);
+    CHECK(counter(on, 1, Counter::hazard_cycles) == 0);
+    if (mode == Mode::functional) CHECK(on.memory == isa::run_reference(p, ops()));
+  }
+  TraceRecorder trace;
+  run(true, p, Mode::timing, &trace);
+  const std::string json = trace.json();
+  for (const std::string& e : {event(1, 1, 2, 58), event(1, 1, 60, 26), event(1, 2, 60, 71),
+                               event(1, 2, 131, 39), event(1, 4, 131, 42), event(1, 4, 173, 26)}) {
+    CAPTURE(e);
+    CHECK(json.find(e) != std::string::npos);
+  }
+}
+
 TEST_CASE("two dependent instructions do not overlap: the second waits for the first's result") {
   // The second reads out1 (8192) as its a: read after write. The root's LD holds it until the
   // first has written back at 109 (107 hazard cycles), then the leaf runs it as a drained
