@@ -319,7 +319,7 @@ class Node : public sc_core::sc_module {
   // Whether `p`'s out tiles lie over memory that an earlier piece in flight, placed as a
   // drained node would place it, still uses: at a leaf its out tiles (what it reads it has read
   // once `p` executes: the unit runs them in order), at an inner node its tiles and scratch
-  // (its children may still load them when `p`'s write back).
+  // (its children may still load them when `p`'s children write back).
   bool outputs_overwrite_earlier(const Piece& p) const;
   // Where `p`'s loads land here; what `p` uses here (its tiles and scratch).
   static std::vector<std::pair<uint64_t, uint64_t>> local_loads(const Piece& p);

@@ -742,6 +742,7 @@ bool Node::dispatch_beside(const Piece& p) {
     // Placed beside what runs, its loads overwrite nothing running; placed as a drained node
     // would, they wait for the pieces whose memory they overwrite, which the addresses decide.
     keys[i].push_back(beside[i]);
+    keys[i].push_back(static_cast<int64_t>(plan[i]->subblock_bytes));  // widened or not
     if (beside[i]) {
       append_alike_layout(keys[i], layout[i]);
     } else {
