@@ -97,6 +97,14 @@ std::string event(int pid, int tid, int ts, int dur) {
       tid, ts / 1000.0, dur / 1000.0);
 }
 
+// Each of `events` (event()'s) is on the timeline `json`.
+void check_events(const std::string& json, const std::vector<std::string>& events) {
+  for (const std::string& e : events) {
+    CAPTURE(e);
+    CHECK(json.find(e) != std::string::npos);
+  }
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -139,12 +147,8 @@ TEST_CASE(
   // before the first has written back (109).
   TraceRecorder trace;
   run(true, p, Mode::timing, &trace);
-  const std::string json = trace.json();
-  for (const std::string& e : {event(1, 1, 2, 42), event(1, 1, 44, 26), event(1, 2, 44, 39),
-                               event(1, 2, 83, 39), event(1, 4, 83, 26), event(1, 4, 122, 26)}) {
-    CAPTURE(e);
-    CHECK(json.find(e) != std::string::npos);
-  }
+  check_events(trace.json(), {event(1, 1, 2, 42), event(1, 1, 44, 26), event(1, 2, 44, 39),
+                              event(1, 2, 83, 39), event(1, 4, 83, 26), event(1, 4, 122, 26)});
 }
 
 TEST_CASE(
@@ -181,12 +185,8 @@ TEST_CASE(
   }
   TraceRecorder trace;
   run(true, p, Mode::timing, &trace);
-  const std::string json = trace.json();
-  for (const std::string& e :
-       {event(1, 4, 122, 26), event(1, 1, 109, 22), event(1, 2, 148, 23), event(1, 4, 171, 42)}) {
-    CAPTURE(e);
-    CHECK(json.find(e) != std::string::npos);
-  }
+  check_events(trace.json(), {event(1, 4, 122, 26), event(1, 1, 109, 22), event(1, 2, 148, 23),
+                              event(1, 4, 171, 42)});
 }
 
 TEST_CASE(
@@ -223,12 +223,8 @@ TEST_CASE(
   }
   TraceRecorder trace;
   run(true, p, Mode::timing, &trace);
-  const std::string json = trace.json();
-  for (const std::string& e : {event(1, 1, 2, 58), event(1, 1, 60, 26), event(1, 2, 60, 71),
-                               event(1, 2, 131, 39), event(1, 4, 131, 42), event(1, 4, 173, 26)}) {
-    CAPTURE(e);
-    CHECK(json.find(e) != std::string::npos);
-  }
+  check_events(trace.json(), {event(1, 1, 2, 58), event(1, 1, 60, 26), event(1, 2, 60, 71),
+                              event(1, 2, 131, 39), event(1, 4, 131, 42), event(1, 4, 173, 26)});
 }
 
 TEST_CASE("two dependent instructions do not overlap: the second waits for the first's result") {
@@ -291,12 +287,8 @@ TEST_CASE("prefetch: a dependent instruction loads its weights while the one bef
   }
   TraceRecorder trace;
   run(true, p, Mode::timing, &trace, "tiles", true);
-  const std::string json = trace.json();
-  for (const std::string& e : {event(1, 1, 2, 42), event(1, 1, 44, 26), event(1, 1, 109, 26),
-                               event(1, 2, 135, 39), event(1, 4, 174, 26)}) {
-    CAPTURE(e);
-    CHECK(json.find(e) != std::string::npos);
-  }
+  check_events(trace.json(), {event(1, 1, 2, 42), event(1, 1, 44, 26), event(1, 1, 109, 26),
+                              event(1, 2, 135, 39), event(1, 4, 174, 26)});
   // Default on; like every level boolean, other values name the file, line and key.
   std::string absent = machine(true, "tiles", false);
   CHECK(!parse_machine_spec(absent, "m.yaml").levels[0].prefetch);
@@ -416,10 +408,6 @@ levels:
   SimOptions o;
   o.trace = &trace;
   simulate(spec, ops(), p, Mode::timing, o);
-  const std::string json = trace.json();
-  for (const std::string& e : {event(1, 0, 83, 1), event(1, 1, 86, 42), event(1, 2, 128, 39),
-                               event(1, 1, 152, 42), event(1, 2, 194, 39), event(1, 4, 233, 26)}) {
-    CAPTURE(e);
-    CHECK(json.find(e) != std::string::npos);
-  }
+  check_events(trace.json(), {event(1, 0, 83, 1), event(1, 1, 86, 42), event(1, 2, 128, 39),
+                              event(1, 1, 152, 42), event(1, 2, 194, 39), event(1, 4, 233, 26)});
 }
