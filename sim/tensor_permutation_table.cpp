@@ -44,32 +44,76 @@ TensorPermutationTable::Entry TensorPermutationTable::make_entry(const isa::Tens
 }
 
 void TensorPermutationTable::Entries::insert(Entry e, const isa::TensorRef& view) {
+  insert(e, std::make_shared<const isa::TensorRef>(view));
+}
+
+void TensorPermutationTable::Entries::insert(Entry e, std::shared_ptr<const isa::TensorRef> view) {
   const auto at = std::upper_bound(list.begin(), list.end(), e.local,
                                    [](uint64_t local, const Entry& x) { return local < x.local; });
-  views.insert(views.begin() + (at - list.begin()), std::make_shared<const isa::TensorRef>(view));
-  lo = std::min(lo, e.span_begin);
-  hi = std::max(hi, e.span_end);
+  views.insert(views.begin() + (at - list.begin()), std::move(view));
   list.insert(at, e);
+  const std::pair<uint64_t, uint64_t> span{e.span_begin, e.span_end};
+  const size_t k =
+      static_cast<size_t>(std::upper_bound(spans.begin(), spans.end(), span) - spans.begin());
+  spans.insert(spans.begin() + static_cast<std::ptrdiff_t>(k), span);
+  reach.resize(spans.size());
+  for (size_t i = k; i < spans.size(); ++i)
+    reach[i] = i == 0 ? spans[i].second : std::max(reach[i - 1], spans[i].second);
+}
+
+bool TensorPermutationTable::Entries::meets(uint64_t begin, uint64_t end) const {
+  // The spans that begin before `end` come first; one of them meets the range if it reaches
+  // past `begin`.
+  const auto k = std::lower_bound(spans.begin(), spans.end(), end,
+                                  [](const std::pair<uint64_t, uint64_t>& s, uint64_t at) {
+                                    return s.first < at;
+                                  }) -
+                 spans.begin();
+  return k > 0 && reach[static_cast<size_t>(k - 1)] > begin;
+}
+
+size_t TensorPermutationTable::Entries::at(uint64_t local, uint64_t bytes) const {
+  auto it = std::lower_bound(list.begin(), list.end(), local,
+                             [](const Entry& x, uint64_t l) { return x.local < l; });
+  while (it != list.end() && it->local == local && it->bytes != bytes) ++it;
+  FRACSIM_ASSERT(it != list.end() && it->local == local,
+                 "permutation table: no entry at {} of {} bytes", local, bytes);
+  return static_cast<size_t>(it - list.begin());
 }
 
 template <typename Stale>
 size_t TensorPermutationTable::Entries::erase_if(Stale stale) {
   size_t kept = 0;
-  lo = UINT64_MAX;
-  hi = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> gone;
   for (size_t i = 0; i < list.size(); ++i) {
-    if (stale(i)) continue;
+    if (stale(i)) {
+      gone.emplace_back(list[i].span_begin, list[i].span_end);
+      continue;
+    }
     if (kept != i) {
       list[kept] = list[i];
       views[kept] = std::move(views[i]);
     }
-    lo = std::min(lo, list[kept].span_begin);
-    hi = std::max(hi, list[kept].span_end);
     ++kept;
   }
   const size_t dropped = list.size() - kept;
   list.erase(list.begin() + static_cast<std::ptrdiff_t>(kept), list.end());
   views.erase(views.begin() + static_cast<std::ptrdiff_t>(kept), views.end());
+  if (dropped == 0) return 0;
+  // The dropped spans out of the sorted ones (each once: spans may repeat).
+  std::sort(gone.begin(), gone.end());
+  size_t g = 0, out = 0;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    if (g < gone.size() && spans[i] == gone[g]) {
+      ++g;
+      continue;
+    }
+    spans[out++] = spans[i];
+  }
+  spans.resize(out);
+  reach.resize(out);
+  for (size_t i = 0; i < out; ++i)
+    reach[i] = i == 0 ? spans[i].second : std::max(reach[i - 1], spans[i].second);
   return dropped;
 }
 
@@ -184,21 +228,48 @@ SegmentLayout TensorPermutationTable::place(const std::vector<StaticRequest>& re
 std::optional<SegmentLayout> TensorPermutationTable::place_beside(
     const std::vector<StaticRequest>& requests, uint64_t cyclic_bytes,
     const std::vector<std::pair<uint64_t, uint64_t>>& busy, std::optional<uint64_t> ring) {
-  // Without evicting, nothing changes unless it fits; only an attempt that evicts needs the
-  // table kept to restore (which costs a copy of it).
+  // Without evicting, nothing changes unless it fits; only an attempt that evicts needs its
+  // changes undone when it fails.
   if (auto layout = place_among(requests, cyclic_bytes, busy, ring, false)) return layout;
-  const std::shared_ptr<Entries> before = entries_;  // copy on write keeps it
-  const uint64_t clock = clock_;
-  const uint64_t digest = digest_;
-  const bool known = digest_known_;
+  begin_trial();
   auto layout = place_among(requests, cyclic_bytes, busy, ring, true);
-  if (!layout) {
-    entries_ = before;
-    clock_ = clock;
-    digest_ = digest;
-    digest_known_ = known;
-  }
+  end_trial(layout.has_value());
   return layout;
+}
+
+void TensorPermutationTable::begin_trial() {
+  trials_.push_back({undo_.size(), clock_, digest_, digest_known_});
+}
+
+void TensorPermutationTable::end_trial(bool keep) {
+  FRACSIM_ASSERT(!trials_.empty(), "permutation table: a trial ended that did not begin");
+  const Trial t = trials_.back();
+  trials_.pop_back();
+  if (!keep && undo_.size() > t.undo) {
+    Entries& all = entries();
+    for (size_t k = undo_.size(); k-- > t.undo;) {
+      Undo& u = undo_[k];
+      switch (u.kind) {
+        case Undo::Kind::inserted:
+          all.erase_at(all.at(u.entry.local, u.entry.bytes));
+          break;
+        case Undo::Kind::erased:
+          all.insert(u.entry, std::move(u.view));
+          break;
+        case Undo::Kind::used:
+          all.list[all.at(u.entry.local, u.entry.bytes)].last_use = u.entry.last_use;
+          break;
+      }
+    }
+  }
+  if (!keep) {
+    undo_.resize(t.undo);
+    clock_ = t.clock;
+    digest_ = t.digest;
+    digest_known_ = t.digest_known;
+  } else if (trials_.empty()) {
+    undo_.clear();
+  }
 }
 
 std::optional<SegmentLayout> TensorPermutationTable::place_among(
@@ -269,7 +340,9 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
       for (size_t m = 0; m < misses.size(); ++m) {
         const StaticRequest& rq = requests[uniq[misses[m]]];
         if (rq.use == StaticUse::load) {
-          all.insert(make_entry(rq.view, miss_local[m], rq.bytes, 0), rq.view);
+          const Entry e = make_entry(rq.view, miss_local[m], rq.bytes, 0);
+          all.insert(e, rq.view);
+          record(Undo::Kind::inserted, e);
           inserted = true;
         }
         local[misses[m]] = miss_local[m];
@@ -278,7 +351,10 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
       for (size_t u = 0; u < uniq.size(); ++u)
         if (requests[uniq[u]].use != StaticUse::output)
           for (size_t e = 0; e < table.size(); ++e)
-            if (holds(e, u)) table[e].last_use = ++clock_;
+            if (holds(e, u)) {
+              record(Undo::Kind::used, table[e]);
+              table[e].last_use = ++clock_;
+            }
       if (!inserted && !evicted) unchanged();
       SegmentLayout out;
       out.cyclic_base = cyclic_base;
@@ -303,6 +379,7 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
         if (victim < 0 || table[e].last_use < table[victim].last_use) victim = static_cast<int>(e);
       }
     if (victim < 0) return std::nullopt;
+    record(Undo::Kind::erased, table[victim], all.views[victim]);
     all.erase_at(static_cast<size_t>(victim));
     evicted = true;
   }
@@ -339,6 +416,7 @@ bool TensorPermutationTable::is_free(uint64_t begin, uint64_t end) const {
 
 void TensorPermutationTable::keep(const isa::TensorRef& view, uint64_t local, uint64_t bytes,
                                   bool whole) {
+  FRACSIM_ASSERT(trials_.empty(), "permutation table: an output kept during a trial");
   Entry kept = make_entry(view, local, bytes, ++clock_, whole);
   Entries& all = entries();
   // The entries whose local bytes it takes: a run of the list, which is in local order.
@@ -356,11 +434,8 @@ void TensorPermutationTable::keep(const isa::TensorRef& view, uint64_t local, ui
 }
 
 int TensorPermutationTable::invalidate(uint64_t begin, uint64_t end) {
-  if (size() == 0 || end <= entries_->lo || entries_->hi <= begin) return 0;
-  const std::vector<Entry>& list = entries_->list;
-  if (std::none_of(list.begin(), list.end(),
-                   [&](const Entry& e) { return meets(e.span_begin, e.span_end, begin, end); }))
-    return 0;
+  FRACSIM_ASSERT(trials_.empty(), "permutation table: an entry invalidated during a trial");
+  if (size() == 0 || !entries_->meets(begin, end)) return 0;
   Entries& all = entries();
   return static_cast<int>(all.erase_if(
       [&](size_t i) { return meets(all.list[i].span_begin, all.list[i].span_end, begin, end); }));

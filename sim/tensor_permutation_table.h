@@ -104,6 +104,15 @@ class TensorPermutationTable {
                                             const std::vector<std::pair<uint64_t, uint64_t>>& busy,
                                             std::optional<uint64_t> ring);
 
+  // A trial (Node::dispatch_beside places every child's instruction, then keeps the placements
+  // only if the children come out alike): from begin_trial() on, place() and place_beside()
+  // record what their changes overwrite; end_trial(false) puts it back (the table as it was,
+  // its order of use too), end_trial(true) keeps the changes. A record of a few entries instead
+  // of a copy of the table, which such a placement mostly keeps. Trials nest; keep() and
+  // invalidate() are not called during one.
+  void begin_trial();
+  void end_trial(bool keep);
+
   // The local address of `view` when resident (does not count as a use).
   std::optional<uint64_t> lookup(const isa::TensorRef& view) const;
 
@@ -162,16 +171,24 @@ class TensorPermutationTable {
                                            std::optional<uint64_t> ring, bool evict);
 
   // The entries in the order of their local addresses (they never overlap there), so that the
-  // free gaps are found in one pass, their views in the same order apart, and the hull of their
-  // spans: invalidate() is called for every span any sibling writes and seldom finds anything.
-  // Changed only through insert, erase_at and erase_if, which keep them in step.
+  // free gaps are found in one pass, their views in the same order apart, and their spans in
+  // order of their begins: invalidate() is called for every span the node or a sibling writes
+  // and seldom finds anything, which one binary search tells (meets()). Changed only through
+  // insert, erase_at and erase_if, which keep them in step.
   struct Entries {
     std::vector<Entry> list;
     // views[i]: list[i]'s, in the parent's memory; shared, never changed, so that a copy of
     // the entries (copy on write, below) copies pointers, not views.
     std::vector<std::shared_ptr<const isa::TensorRef>> views;
-    uint64_t lo = UINT64_MAX, hi = 0;   // the spans' hull
+    // The entries' spans sorted, and reach[i]: the largest end among spans[0..i].
+    std::vector<std::pair<uint64_t, uint64_t>> spans;
+    std::vector<uint64_t> reach;
+    // Whether an entry's span shares a byte with [begin, end).
+    bool meets(uint64_t begin, uint64_t end) const;
     void insert(Entry e, const isa::TensorRef& view);  // at its place in local order
+    void insert(Entry e, std::shared_ptr<const isa::TensorRef> view);
+    // The index of the entry placed at `local` of `bytes` bytes (there is one).
+    size_t at(uint64_t local, uint64_t bytes) const;
     void erase_at(size_t i);
     // Drops every entry i (its index in `list`) for which stale(i) holds; returns how many.
     template <typename Stale>
@@ -181,6 +198,22 @@ class TensorPermutationTable {
   // The only way to change the entries; it forgets the cached digest.
   Entries& entries();
 
+  // What a trial's changes overwrote, undone in reverse order: an entry inserted (`entry` names
+  // its place), an entry erased (with its view) or an entry used (its former last_use).
+  struct Undo {
+    enum class Kind : uint8_t { inserted, erased, used } kind;
+    Entry entry;
+    std::shared_ptr<const isa::TensorRef> view;
+  };
+  struct Trial {
+    size_t undo = 0;  // undo_'s size at begin_trial()
+    uint64_t clock = 0, digest = 0;
+    bool digest_known = false;
+  };
+  void record(Undo::Kind kind, const Entry& e, std::shared_ptr<const isa::TensorRef> view = {}) {
+    if (!trials_.empty()) undo_.push_back({kind, e, std::move(view)});
+  }
+
   uint64_t capacity_;
   uint64_t clock_ = 0;  // use stamps
   std::shared_ptr<Entries> entries_;
@@ -188,6 +221,8 @@ class TensorPermutationTable {
   // each instruction, and most tables (copies among them) have not changed since.
   mutable uint64_t digest_ = 0;
   mutable bool digest_known_ = false;
+  std::vector<Undo> undo_;
+  std::vector<Trial> trials_;
 };
 
 }  // namespace fracsim::sim

@@ -182,6 +182,53 @@ TEST_CASE("a write finds the entries placed, hit and evicted since the last writ
   CHECK(tpt.invalidate(0x2000, 0x2100) == 1);
 }
 
+TEST_CASE(
+    "a trial undone leaves the table as it was, its order of use too, and one kept keeps it") {
+  // Room for two 256-byte tiles: 0x1000 at 0 and 0x2000 at 256, 0x1000 the least recently used.
+  TensorPermutationTable tpt(512);
+  tpt.place({request(0x1000, 64), request(0x2000, 64)}, 0);
+  const TensorPermutationTable before = tpt;  // shares the entries until either changes
+  const uint64_t digest = tpt.digest();
+  // A miss that evicts 0x1000, and a hit that makes 0x2000 the most recently used.
+  tpt.begin_trial();
+  CHECK(tpt.place({request(0x3000, 64)}, 0).local == std::vector<uint64_t>{0});
+  CHECK(tpt.place({request(0x2000, 64)}, 0).hit == std::vector<bool>{true});
+  CHECK(!tpt.lookup(request(0x1000, 64).view));
+  tpt.end_trial(false);
+  CHECK(tpt.same_contents(before));
+  CHECK(tpt.digest() == digest);
+  CHECK(tpt.lookup(request(0x1000, 64).view) == std::optional<uint64_t>(0));
+  CHECK(!tpt.lookup(request(0x3000, 64).view));
+  // A hit alone changes the order of use: undone, 0x1000 is the victim again.
+  tpt.begin_trial();
+  tpt.place({request(0x1000, 64)}, 0);
+  tpt.end_trial(false);
+  CHECK(tpt.same_contents(before));
+  tpt.place({request(0x3000, 64)}, 0);
+  CHECK(!tpt.lookup(request(0x1000, 64).view));
+  CHECK(tpt.lookup(request(0x2000, 64).view) == std::optional<uint64_t>(256));
+  // Kept, a trial's changes stay; nested in one undone, they go with it.
+  tpt.begin_trial();
+  tpt.place({request(0x1000, 64)}, 0);  // evicts 0x2000
+  tpt.end_trial(true);
+  CHECK(tpt.lookup(request(0x1000, 64).view) == std::optional<uint64_t>(256));
+  const TensorPermutationTable kept = tpt;
+  tpt.begin_trial();
+  tpt.begin_trial();
+  tpt.place({request(0x4000, 64)}, 0);  // evicts 0x3000
+  tpt.end_trial(true);
+  CHECK(!tpt.lookup(request(0x3000, 64).view));
+  tpt.end_trial(false);
+  CHECK(tpt.same_contents(kept));
+  CHECK(tpt.lookup(request(0x3000, 64).view) == std::optional<uint64_t>(0));
+  CHECK(before.lookup(request(0x1000, 64).view) == std::optional<uint64_t>(0));  // untouched
+  // What may not happen during a trial is refused.
+  tpt.begin_trial();
+  CHECK_THROWS_WITH(tpt.invalidate(0x1000, 0x1004),
+                    doctest::Contains("an entry invalidated during a trial"));
+  tpt.end_trial(false);
+}
+
 TEST_CASE("tables that differ only in their order of use share a digest, not their contents") {
   TensorPermutationTable a(1024), b(1024);
   for (TensorPermutationTable* t : {&a, &b})
