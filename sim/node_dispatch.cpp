@@ -168,11 +168,11 @@ int accumulated_out(const isa::OpDef& op, const isa::Instruction& instr) {
   return out >= 0 && isa::operand_is_read(op, instr, static_cast<size_t>(out)) ? out : -1;
 }
 
-// Whether the plan's pieces all accumulate into one resident tile, the whole output.
 // Whether a piece's children receive a run of this node's pieces (NodeShape::run): its
 // instruction is split into several.
 bool runs_below(const Node::Piece& p) { return p.plan->pieces.size() > 1; }
 
+// Whether the plan's pieces all accumulate into one resident tile, the whole output.
 bool one_resident_group(const InstructionPlan& plan) {
   const std::vector<uint8_t>& h = plan.holds_output;
   return !h.empty() && h.back() == 0 &&
