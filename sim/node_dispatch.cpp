@@ -665,7 +665,6 @@ bool Node::dispatch_beside(const Piece& p) {
   std::vector<SegmentLayout> layout(n);
   std::vector<int> first(n, 0), accumulator(n, 0);
   std::vector<char> continues(n, 0), beside(n, 0);
-  size_t tried = 0;  // children whose tables are in a trial (begin_trial)
   const std::vector<std::vector<After>> after = settles_for(p);
   for (size_t i = 0; i < n; ++i) child[i] = tree.child(p.tree_node, static_cast<int>(i));
   const std::vector<char> hold = holds_for(p, child);
@@ -688,8 +687,7 @@ bool Node::dispatch_beside(const Piece& p) {
     std::optional<uint64_t> ring;
     if (cyclic == before.ring_bytes) ring = before.ring;
     TensorPermutationTable& table = tree.tpt(child[i]);
-    table.begin_trial();
-    ++tried;
+    table.begin_trial();  // ended for every child below, once they are known to be alike
     std::vector<ResidentInput> found;
     if (below_keeps_whole_outputs())
       found = resident_inputs(op, instrs[i], *plan[i], table, requests);
@@ -756,7 +754,7 @@ bool Node::dispatch_beside(const Piece& p) {
   for (const std::vector<int>& g : q.groups)
     for (int m : g)
       if (fits && keys[m] != keys[g.front()]) fits = false;
-  for (size_t i = 0; i < tried; ++i) tree.tpt(child[i]).end_trial(fits);
+  for (size_t i = 0; i < n; ++i) tree.tpt(child[i]).end_trial(fits);
   if (!fits) return false;
   // Children of a group that read differently what their earlier instructions write wait for
   // this node's pieces instead (Job::parent_orders), all of them alike.

@@ -56,6 +56,10 @@ void TensorPermutationTable::Entries::insert(Entry e, std::shared_ptr<const isa:
   const size_t k =
       static_cast<size_t>(std::upper_bound(spans.begin(), spans.end(), span) - spans.begin());
   spans.insert(spans.begin() + static_cast<std::ptrdiff_t>(k), span);
+  reach_from(k);
+}
+
+void TensorPermutationTable::Entries::reach_from(size_t k) {
   reach.resize(spans.size());
   for (size_t i = k; i < spans.size(); ++i)
     reach[i] = i == 0 ? spans[i].second : std::max(reach[i - 1], spans[i].second);
@@ -111,9 +115,7 @@ size_t TensorPermutationTable::Entries::erase_if(Stale stale) {
     spans[out++] = spans[i];
   }
   spans.resize(out);
-  reach.resize(out);
-  for (size_t i = 0; i < out; ++i)
-    reach[i] = i == 0 ? spans[i].second : std::max(reach[i - 1], spans[i].second);
+  reach_from(0);
   return dropped;
 }
 
@@ -245,7 +247,11 @@ void TensorPermutationTable::end_trial(bool keep) {
   FRACSIM_ASSERT(!trials_.empty(), "permutation table: a trial ended that did not begin");
   const Trial t = trials_.back();
   trials_.pop_back();
-  if (!keep && undo_.size() > t.undo) {
+  if (keep) {
+    if (trials_.empty()) undo_.clear();
+    return;
+  }
+  if (undo_.size() > t.undo) {
     Entries& all = entries();
     for (size_t k = undo_.size(); k-- > t.undo;) {
       Undo& u = undo_[k];
@@ -262,14 +268,10 @@ void TensorPermutationTable::end_trial(bool keep) {
       }
     }
   }
-  if (!keep) {
-    undo_.resize(t.undo);
-    clock_ = t.clock;
-    digest_ = t.digest;
-    digest_known_ = t.digest_known;
-  } else if (trials_.empty()) {
-    undo_.clear();
-  }
+  undo_.resize(t.undo);
+  clock_ = t.clock;
+  digest_ = t.digest;
+  digest_known_ = t.digest_known;
 }
 
 std::optional<SegmentLayout> TensorPermutationTable::place_among(

@@ -183,6 +183,7 @@ class TensorPermutationTable {
     // The entries' spans sorted, and reach[i]: the largest end among spans[0..i].
     std::vector<std::pair<uint64_t, uint64_t>> spans;
     std::vector<uint64_t> reach;
+    void reach_from(size_t k);  // recomputes reach[k..] after spans changed there
     // Whether an entry's span shares a byte with [begin, end).
     bool meets(uint64_t begin, uint64_t end) const;
     void insert(Entry e, const isa::TensorRef& view);  // at its place in local order

@@ -199,6 +199,11 @@ TEST_CASE(
   CHECK(tpt.digest() == digest);
   CHECK(tpt.lookup(request(0x1000, 64).view) == std::optional<uint64_t>(0));
   CHECK(!tpt.lookup(request(0x3000, 64).view));
+  {  // and writes find what the table holds again (a copy is probed: the table stays)
+    TensorPermutationTable probe = tpt;
+    CHECK(probe.invalidate(0x3000, 0x3100) == 0);
+    CHECK(probe.invalidate(0x10fc, 0x1100) == 1);
+  }
   // A hit alone changes the order of use: undone, 0x1000 is the victim again.
   tpt.begin_trial();
   tpt.place({request(0x1000, 64)}, 0);
@@ -227,6 +232,19 @@ TEST_CASE(
   CHECK_THROWS_WITH(tpt.invalidate(0x1000, 0x1004),
                     doctest::Contains("an entry invalidated during a trial"));
   tpt.end_trial(false);
+}
+
+TEST_CASE("two entries of one span: dropping one leaves the other for writes to find") {
+  // 64 f32 and 256 u8 at 0x1000 are different views of the same bytes [0x1000,0x1100).
+  TensorPermutationTable tpt(512);  // room for two 256-byte tiles
+  const isa::TensorRef bytes = isa::make_tensor(0x1000, isa::DType::u8, {256});
+  tpt.place({request(0x1000, 64), StaticRequest{bytes, 256}}, 0);
+  CHECK(tpt.size() == 2);
+  tpt.place({request(0x2000, 64)}, 0);  // evicts the f32 view, the least recently used
+  CHECK(!tpt.lookup(request(0x1000, 64).view));
+  CHECK(tpt.lookup(bytes));
+  CHECK(tpt.invalidate(0x10fc, 0x1100) == 1);
+  CHECK(!tpt.lookup(bytes));
 }
 
 TEST_CASE("tables that differ only in their order of use share a digest, not their contents") {
