@@ -586,7 +586,11 @@ const std::vector<int64_t>& CostModel::parallel_parts(int l, const OpDef& op, co
     }
     if (splits_reduce(op, parts)) {
       // Its children's partials wait for the LFU, which runs at this node's clock.
-      const ParallelSplit split = split_by_parts(op, ops, piece, parts, 0);
+      // Scratch past every operand, as a node places it.
+      uint64_t past = 0;
+      for (const TensorRef& t : piece.operands) past = std::max(past, t.byte_span().second);
+      const ParallelSplit split = split_by_parts(op, ops, piece, parts, align_up(past, kTileAlign),
+                                                 policy_ == Policy::search);
       if (split.scratch_bytes > root_.scratch_bytes) continue;
       const double ratio = l < 0 ? root_.child_clock_ratio : level(l).child_clock_ratio;
       const double lfu = reduction_cycles(l, split.reductions) / ratio;

@@ -85,14 +85,14 @@ std::vector<int64_t> halving_parts(const OpDef& op, const Instruction& instr, in
 }
 
 Instruction lfu_combine(const OpTable& ops, const std::string& fn, const TensorRef& out,
-                        const TensorRef& partial) {
+                        const TensorRef& partial, const TensorRef* first) {
   const OpDef& elt = ops.get("eltwise");
   const int rank = static_cast<int>(elt.operands[0].dims.size());
   FRACSIM_ASSERT(out.rank() <= rank, "LFU reduction of a rank-{} output", out.rank());
   Instruction in;
   in.opcode = elt.opcode;
   const TensorRef o = with_leading_dims(out, rank), p = with_leading_dims(partial, rank);
-  in.operands = {o, p, o};
+  in.operands = {first ? with_leading_dims(*first, rank) : o, p, o};
   in.attrs.assign(elt.attributes.size(), 0);
   const AttrDef& fn_attr = elt.attributes[elt.attr_index("fn")];
   auto it = std::find(fn_attr.values.begin(), fn_attr.values.end(), fn);
@@ -187,11 +187,12 @@ ParallelSplit parallel(const OpDef& op, const OpTable& ops, const Instruction& i
         *std::max_element(red.begin(), red.end(), [&](int a, int b) { return ext[a] < ext[b]; });
     parts[reduce_dim] = std::min<int64_t>(ext[reduce_dim], fanout);
   }
-  return split_by_parts(op, ops, instr, parts, scratch_base);
+  return split_by_parts(op, ops, instr, parts, scratch_base,
+                        model && model->policy() == Policy::search);
 }
 
 ParallelSplit split_by_parts(const OpDef& op, const OpTable& ops, const Instruction& instr,
-                             const std::vector<int64_t>& parts, uint64_t scratch_base) {
+                             const std::vector<int64_t>& parts, uint64_t scratch_base, bool apart) {
   ParallelSplit split;
   const std::vector<int64_t> ext = dim_extents(op, instr);
   int reduce_dim = -1;
@@ -212,6 +213,12 @@ ParallelSplit split_by_parts(const OpDef& op, const OpTable& ops, const Instruct
   for (size_t d = 0; d < ext.size(); ++d) balanced_chunks(ext[d], parts[d], cb[d], cl[d]);
   std::vector<size_t> idx(ext.size(), 0);
   uint64_t scratch = scratch_base;
+  // Apart: chunk 0's partials go to scratch too, unless the instruction accumulates onto the
+  // output's old value (which chunk 0 reads); the first fold writes fn(partial 0, partial 1).
+  const bool all_scratch = apart && reduce_dim >= 0 && combine != "self" && combine != "merge" &&
+                           (op.dims[reduce_dim].accumulate_index < 0 ||
+                            instr.attrs[op.dims[reduce_dim].accumulate_index] == 0);
+  std::vector<std::pair<TensorRef, TensorRef>> firsts;  // a part of the output, partial 0's
   while (true) {
     PieceRange r;
     for (size_t d = 0; d < ext.size(); ++d) {
@@ -229,7 +236,7 @@ ParallelSplit split_by_parts(const OpDef& op, const OpTable& ops, const Instruct
       // No child holds the whole sum: the final step waits for the LFU (below).
       if (dd.final_index >= 0) child.attrs[dd.final_index] = 0;
       // Merge: every child sorts its own slice of the output; the runs are merged below.
-      if (idx[reduce_dim] > 0 && combine != "merge") {
+      if ((idx[reduce_dim] > 0 || all_scratch) && combine != "merge") {
         std::vector<TensorRef> partials;
         for (size_t o = 0; o < op.operands.size(); ++o) {
           if (op.operands[o].role != OperandRole::out) continue;
@@ -238,7 +245,18 @@ ParallelSplit split_by_parts(const OpDef& op, const OpTable& ops, const Instruct
           out = out.packed_at(scratch);
           scratch = align_up(scratch + out.stored_bytes(), kTileAlign);
           partials.push_back(out);
-          if (combine != "self") split.reductions.push_back(lfu_combine(ops, combine, part, out));
+          if (all_scratch && idx[reduce_dim] == 0) {
+            firsts.emplace_back(part, out);
+            continue;
+          }
+          const TensorRef* first = nullptr;
+          if (all_scratch && idx[reduce_dim] == 1)
+            for (const auto& [p0, s0] : firsts)
+              if (p0 == part) first = &s0;
+          FRACSIM_ASSERT(!all_scratch || idx[reduce_dim] != 1 || first,
+                         "{}: chunk 1 of a reduce split before chunk 0", op.name);
+          if (combine != "self")
+            split.reductions.push_back(lfu_combine(ops, combine, part, out, first));
         }
         if (combine == "self") split.reductions.push_back(self_combine(op, instr, partials));
       }

@@ -5,10 +5,11 @@
 // the largest child's work (ties: fewer bytes moved, then fewer children). Only when no parallel
 // dim can be split (all extents 1) does it split the largest reduce dim. `search` may split one
 // reduce dim beside parallel dims (CostModel::parallel_parts). Along a reduce dim split across
-// children, the child of chunk 0 writes its part of the output, each other child writes dense
-// partials into scratch, and the LFU folds partial r into that part of the output, in order
-// r = 1, 2, ..., with the dim's combining eltwise fn or the op itself ("self"); for a "merge"
-// dim each child sorts its slice of the output and the LFU merges the runs.
+// children, the child of chunk 0 writes its part of the output (under `search`, into scratch
+// too: split_by_parts), each other child writes dense partials into scratch, and the LFU folds
+// partial r into that part of the output, in order r = 1, 2, ..., with the dim's combining
+// eltwise fn or the op itself ("self"); for a "merge" dim each child sorts its slice of the
+// output and the LFU merges the runs.
 // A reduce dim with a `final` attribute (a fused epilogue) clears it on every child; the LFU
 // then runs the op over an empty range of that dim with accumulate set, so that the final step
 // applies once, to the combined sum.
@@ -27,9 +28,10 @@ struct ParallelSplit {
   uint64_t scratch_bytes = 0;           // partial-result space used from scratch_base
 };
 
-// The LFU instruction out = fn(out, partial): an eltwise, the tensors seen at eltwise's rank.
+// The LFU instruction out = fn(out, partial), or out = fn(*first, partial) with `first`: an
+// eltwise, the tensors seen at eltwise's rank.
 Instruction lfu_combine(const OpTable& ops, const std::string& fn, const TensorRef& out,
-                        const TensorRef& partial);
+                        const TensorRef& partial, const TensorRef* first = nullptr);
 
 // The LFU instruction that folds partial outputs into the output by running the op again with
 // accumulate set, the partials as its inputs ("reduce: self").
@@ -61,9 +63,15 @@ bool splits_reduce(const OpDef& op, const std::vector<int64_t>& parts);
 
 // The split with `parts` per dim (at most one reduce dim split, and then only as the rule above
 // allows): the children in row-major order over the dims' chunks (last dim fastest), the LFU's
-// reductions, the scratch its partials take from `scratch_base`.
+// reductions, the scratch its partials take from `scratch_base`. `apart` (the search policy's
+// splits): along a reduce dim combined by an eltwise fn, the child of chunk 0 writes its
+// partials into scratch as the others do, unless the instruction accumulates onto the output
+// (chunk 0 reads its old value), and the LFU's first fold writes fn(partial 0, partial 1) into
+// the output: the same bytes move and the same sums are taken in the same order, but no child
+// writes the output, so the children relate alike to the pieces around them.
 ParallelSplit split_by_parts(const OpDef& op, const OpTable& ops, const Instruction& instr,
-                             const std::vector<int64_t>& parts, uint64_t scratch_base);
+                             const std::vector<int64_t>& parts, uint64_t scratch_base,
+                             bool apart = false);
 
 // The LFU's cycles for one reduction: its output's elements at `throughput` per cycle.
 uint64_t lfu_cycles(const Instruction& reduction, int64_t throughput);

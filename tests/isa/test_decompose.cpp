@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -467,6 +468,16 @@ TEST_CASE("parallel split falls back to the reduce dim with LFU reductions") {
   CHECK(s.reductions[1].operands[1].address == 1024 + 64);
 }
 
+namespace {
+// a[1,4,6] x b[1,6,2] f32 at 0, 512 and 1024, not accumulating.
+Instruction matmul_4x6x2() {
+  return make_instr(ops().get("matmul"),
+                    {make_tensor(0, DType::f32, {1, 4, 6}), make_tensor(512, DType::f32, {1, 6, 2}),
+                     make_tensor(1024, DType::f32, {1, 4, 2})},
+                    {0});
+}
+}  // namespace
+
 TEST_CASE("a reduce dim split beside a parallel dim: each child's partial folds into its part") {
   // a[1,4,6] x b[1,6,2] f32 with parts M 2, K 3 (children row-major, K fastest): children 0-2
   // take rows 0-1 and K chunks 0-1, 2-3, 4-5; children 3-5 rows 2-3. The K-chunk-0 children
@@ -474,11 +485,7 @@ TEST_CASE("a reduce dim split beside a parallel dim: each child's partial folds 
   // the others write dense 2x2 partials (16 bytes, a 64-byte tile each) from the scratch base
   // 4096 on, and the LFU adds each into its own part of the output, chunk 1 before chunk 2.
   const OpDef& op = ops().get("matmul");
-  Instruction in =
-      make_instr(op,
-                 {make_tensor(0, DType::f32, {1, 4, 6}), make_tensor(512, DType::f32, {1, 6, 2}),
-                  make_tensor(1024, DType::f32, {1, 4, 2})},
-                 {0});
+  Instruction in = matmul_4x6x2();
   CHECK(reduce_splits_across(op, in, 3));
   CHECK(splits_reduce(op, {1, 2, 1, 3}));
   const ParallelSplit s = split_by_parts(op, ops(), in, {1, 2, 1, 3}, 4096);
@@ -502,6 +509,39 @@ TEST_CASE("a reduce dim split beside a parallel dim: each child's partial folds 
     CHECK(s.reductions[r].operands[0].elements() == 4);
     CHECK(lfu_cycles(s.reductions[r], 3) == 2);  // 4 elements at 3 per cycle
   }
+}
+
+TEST_CASE("split apart (search), every partial goes to scratch and the first fold writes out") {
+  // The case above with `apart`: the K-chunk-0 children write dense partials too, each child's
+  // from 4096 in child order (64-byte tiles): children 0-2 at 4096, 4160, 4224, children 3-5
+  // at 4288, 4352, 4416. The first fold of each part of the output adds partials 0 and 1 into
+  // it, the second adds partial 2 onto it.
+  const OpDef& op = ops().get("matmul");
+  Instruction in = matmul_4x6x2();
+  const ParallelSplit s = split_by_parts(op, ops(), in, {1, 2, 1, 3}, 4096, true);
+  REQUIRE(s.children.size() == 6);
+  for (size_t c = 0; c < 6; ++c) {
+    CAPTURE(c);
+    CHECK(s.children[c].operands[2].address == 4096 + 64 * c);
+    CHECK(s.children[c].attrs[0] == 0);
+  }
+  CHECK(s.scratch_bytes == 384);
+  REQUIRE(s.reductions.size() == 4);
+  const std::vector<std::array<uint64_t, 3>> folds{
+      {4096, 4160, 1024}, {1024, 4224, 1024}, {4288, 4352, 1040}, {1040, 4416, 1040}};
+  for (size_t r = 0; r < 4; ++r) {
+    CAPTURE(r);
+    for (size_t o = 0; o < 3; ++o) CHECK(s.reductions[r].operands[o].address == folds[r][o]);
+    CHECK(s.reductions[r].operands[2].elements() == 4);
+  }
+  // Accumulating onto the output, chunk 0 reads its old value: it writes the output itself.
+  in.attrs[0] = 1;
+  const ParallelSplit acc = split_by_parts(op, ops(), in, {1, 2, 1, 3}, 4096, true);
+  CHECK(acc.children[0].operands[2].address == 1024);
+  CHECK(acc.children[0].attrs[0] == 1);
+  CHECK(acc.children[3].operands[2].address == 1040);
+  CHECK(acc.scratch_bytes == 256);
+  CHECK(acc.reductions[0].operands[0].address == 1024);
 }
 
 TEST_CASE("a reduce dim split beside parallel dims equals the whole op, every op that allows it") {
@@ -531,21 +571,31 @@ TEST_CASE("a reduce dim split beside parallel dims equals the whole op, every op
             reducible[static_cast<size_t>(pick(0, static_cast<int64_t>(reducible.size()) - 1))];
         parts[static_cast<size_t>(r)] = pick(2, std::min<int64_t>(ext[static_cast<size_t>(r)], 3));
         const uint64_t base = align_up(c.memory.size(), kTileAlign);
-        const ParallelSplit s = split_by_parts(op, ops(), c.instr, parts, base);
-        std::vector<uint8_t> want = c.memory, got = c.memory;
-        got.resize(base + s.scratch_bytes, 0);
+        std::vector<uint8_t> want = c.memory;
         execute_reference(op, c.instr, MemoryView{want.data(), want.size()});
-        MemoryView g{got.data(), got.size()};
-        for (const Instruction& child : s.children) execute_reference(op, child, g);
-        for (const Instruction& red : s.reductions)
-          execute_reference(ops().get(red.opcode), red, g);
-        got.resize(c.memory.size());
         CAPTURE(op.name);
         const std::string text = instruction_str(op, c.instr);
         CAPTURE(text);
-        for (size_t o = 0; o < op.operands.size(); ++o)
-          if (op.operands[o].role == OperandRole::out)
-            check_equal(op, c, got, want, true, c.instr.operands[o]);
+        // Both ways of placing chunk 0's partials (`apart`: search's) give the same bytes.
+        std::vector<uint8_t> plain;
+        for (bool apart : {false, true}) {
+          CAPTURE(apart);
+          const ParallelSplit s = split_by_parts(op, ops(), c.instr, parts, base, apart);
+          std::vector<uint8_t> got = c.memory;
+          got.resize(base + s.scratch_bytes, 0);
+          MemoryView g{got.data(), got.size()};
+          for (const Instruction& child : s.children) execute_reference(op, child, g);
+          for (const Instruction& red : s.reductions)
+            execute_reference(ops().get(red.opcode), red, g);
+          got.resize(c.memory.size());
+          for (size_t o = 0; o < op.operands.size(); ++o)
+            if (op.operands[o].role == OperandRole::out)
+              check_equal(op, c, got, want, true, c.instr.operands[o]);
+          if (apart)
+            CHECK(got == plain);
+          else
+            plain = got;
+        }
         ++tried;
       }
   CHECK(tried > 50);
