@@ -215,7 +215,8 @@ ParallelSplit split_by_parts(const OpDef& op, const OpTable& ops, const Instruct
   uint64_t scratch = scratch_base;
   // Apart: chunk 0's partials go to scratch too, unless the instruction accumulates onto the
   // output's old value (which chunk 0 reads); the first fold writes fn(partial 0, partial 1).
-  const bool all_scratch = apart && reduce_dim >= 0 && combine != "self" && combine != "merge" &&
+  const bool all_scratch = apart && reduce_dim >= 0 &&
+                           reduce_splits_across(op, instr, static_cast<size_t>(reduce_dim)) &&
                            (op.dims[reduce_dim].accumulate_index < 0 ||
                             instr.attrs[op.dims[reduce_dim].accumulate_index] == 0);
   std::vector<std::pair<TensorRef, TensorRef>> firsts;  // a part of the output, partial 0's
