@@ -30,6 +30,9 @@ struct MapCandidate {
   }
 };
 
+// The default limit of OracleOptions::max_pieces (`fracsim map --max-pieces`).
+inline constexpr uint64_t kOracleMaxPieces = 65536;
+
 struct OracleOptions {
   // 0: every candidate of the space. Otherwise a sample: the choice's neighbourhood (every
   // partition of its tiling; each tiling that changes one dim's tile, with the partition the
@@ -39,8 +42,11 @@ struct OracleOptions {
   // partition uniformly from that tiling's candidates.
   uint64_t sample = 0;
   uint64_t seed = 1;
-  // When > 0, only tilings of at most this many pieces (simulation time grows with them).
-  uint64_t max_pieces = 0;
+  // When > 0, only tilings of at most this many pieces: a candidate's simulation takes time
+  // and memory in proportion to its pieces (about 2 KB each, and every tile length of 1 makes a
+  // tiling of millions), so the whole space of a network's layer holds tilings that no machine
+  // here could simulate. 0: no limit.
+  uint64_t max_pieces = kOracleMaxPieces;
   // When not empty, exactly these candidates instead of the space or a sample, each written as
   // the report prints one (`Co=256 Ho=7 Wo=56 | Co=8 Wo=4`): a tile length per splittable dim,
   // a dim not given left whole; after `|`, parts per parallel dim, a dim not given unsplit

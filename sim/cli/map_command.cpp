@@ -45,7 +45,10 @@ po::options_description map_options(MapFlags& f) {
       "after '|' parts per parallel dim (a dim not given unsplit; without '|', the policy's "
       "partition)");
   add("max-pieces", po::value(&f.max_pieces),
-      "P: only tilings of at most P pieces at the top node (simulation time grows with them)");
+      fmt::format("P: only tilings of at most P pieces at the top node (default {}; 0: every "
+                  "tiling): a candidate's simulation time and memory grow with its pieces",
+                  sim::kOracleMaxPieces)
+          .c_str());
   add("show", po::value(&f.shown)->default_value(f.shown), "N: the fastest candidates listed");
   add("trace", po::value(&f.trace),
       "DIR: write each simulation's Chrome/Perfetto trace-event timeline into DIR (made if "
@@ -86,7 +89,7 @@ int cmd_map(const Command& self, const std::vector<std::string>& args) {
         "or the candidates to simulate)");
   options.candidates = f.candidates;
   options.seed = count_flag("seed", f.seed, 0);
-  if (!f.max_pieces.empty()) options.max_pieces = count_flag("max-pieces", f.max_pieces, 1);
+  if (!f.max_pieces.empty()) options.max_pieces = count_flag("max-pieces", f.max_pieces, 0);
   const uint64_t shown = count_flag("show", f.shown, 0);
   const compiler::CompileOptions compile = compile_options(self.name, f.compile);
 

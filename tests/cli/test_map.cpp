@@ -21,6 +21,10 @@ TEST_CASE("map --help prints the synopsis and the oracle's options, exit 0") {
            "  -m [ --machine ] arg  machine config (.yaml)\n",
            "  --instruction arg     K: the program's instruction K, counted from 0\n",
            "  --seed arg (=1)       S: the seed of --sample's draws\n",
+           "  --max-pieces arg      P: only tilings of at most P pieces at the top node "
+           "(default 65536; 0: \n"
+           "                        every tiling): a candidate's simulation time and memory "
+           "grow with its \n",
            "  -h [ --help ]         print this help\n",
        }) {
     CAPTURE(line);
@@ -64,6 +68,25 @@ TEST_CASE("map: bad flags and an instruction out of range exit 2 naming the flag
   CHECK(r.out ==
         "error: fracsim map: --instruction 99: program mlp has 3 instructions (counted from "
         "0)\n");
+}
+
+TEST_CASE("map: tilings of more than 65536 pieces are left out unless --max-pieces says so") {
+  // Without a limit the whole space of a network's layer holds tilings of millions of pieces,
+  // whose simulations would exhaust the host's memory.
+  const std::string cmd = "map -m configs/tiny.yaml -w workloads/mlp.yaml --instruction 0 ";
+  const std::string limited = "  limited to    tilings of at most 65536 pieces\n";
+  CliResult r = run_fracsim(cmd + "--sample 2");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find(limited) != std::string::npos);
+  r = run_fracsim(cmd + "--sample 2 --max-pieces 0");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("  limited to") == std::string::npos);
+  r = run_fracsim(cmd + "--sample 2 --max-pieces 4");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("  limited to    tilings of at most 4 pieces\n") != std::string::npos);
+  r = run_fracsim(cmd + "--max-pieces -1");
+  CHECK(r.code == 2);
+  CHECK(r.out == "error: fracsim map: --max-pieces: expected a whole number, got '-1'\n");
 }
 
 TEST_CASE("map --trace writes the plain run's timeline and one per simulated candidate") {
