@@ -220,7 +220,8 @@ OracleResult map_instruction(const MachineSpec& spec, const isa::OpTable& ops,
   for (const auto& v : values)
     r.tilings = r.tilings > (uint64_t{1} << 40) ? r.tilings : r.tilings * v.size();
   std::map<std::vector<int64_t>, bool> fits;  // rebalanced tiling -> legal and fitting
-  r.max_pieces = options.max_pieces;
+  // The limit is the space's or the sample's; candidates given are simulated as given.
+  r.max_pieces = options.candidates.empty() ? options.max_pieces : 0;
   auto pieces = [&](const std::vector<int64_t>& tile) {
     uint64_t n = 1;
     for (size_t d = 0; d < ext.size(); ++d)

@@ -45,7 +45,7 @@ struct OracleOptions {
   // When > 0, only tilings of at most this many pieces: a candidate's simulation takes time
   // and memory in proportion to its pieces (about 2 KB each, and tile lengths of 1 make a
   // tiling of millions), so the whole space of a network's layer holds tilings no host could
-  // simulate. 0: no limit.
+  // simulate. 0: no limit. Candidates given (`candidates`) are simulated whatever their pieces.
   uint64_t max_pieces = kOracleMaxPieces;
   // When not empty, exactly these candidates instead of the space or a sample, each written as
   // the report prints one (`Co=256 Ho=7 Wo=56 | Co=8 Wo=4`): a tile length per splittable dim,

@@ -84,6 +84,11 @@ TEST_CASE("map: tilings of more than 65536 pieces are left out unless --max-piec
   r = run_fracsim(cmd + "--sample 2 --max-pieces 4");
   REQUIRE(r.code == 0);
   CHECK(r.out.find("  limited to    tilings of at most 4 pieces\n") != std::string::npos);
+  // Candidates given are simulated as given: no limit stated.
+  r = run_fracsim(cmd + "--candidate 'N=128 K=131'");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("  space         the 1 candidates given (--candidate)\n  simulated") !=
+        std::string::npos);
   r = run_fracsim(cmd + "--max-pieces -1");
   CHECK(r.code == 2);
   CHECK(r.out == "error: fracsim map: --max-pieces: expected a whole number, got '-1'\n");
