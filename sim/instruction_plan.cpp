@@ -274,6 +274,19 @@ uint64_t root_subblock_bytes(const MachineSpec& spec, uint64_t reserved) {
          isa::kTileAlign * isa::kTileAlign;
 }
 
+std::vector<uint32_t> root_reuse_marks(const MachineSpec& spec, const isa::OpTable& ops,
+                                       const isa::Program& program) {
+  const size_t n = program.instructions.size();
+  if (spec.decomposer != isa::Policy::search) return std::vector<uint32_t>(n, 0);
+  std::vector<uint32_t> marks = isa::reused_inputs(ops, program);
+  const std::vector<uint64_t> live = isa::reused_bytes_live(ops, program);
+  const LevelSpec& top = spec.levels.front();
+  const uint64_t holds = static_cast<uint64_t>(top.fanout) * (top.memory.capacity / 2);
+  for (size_t i = 0; i < n; ++i)
+    if (live[i] > holds) marks[i] = 0;
+  return marks;
+}
+
 isa::CostModel cost_model(const MachineSpec& spec, uint64_t root_reserved) {
   std::vector<isa::LevelCost> levels;
   for (size_t l = 0; l < spec.levels.size(); ++l) {

@@ -53,6 +53,15 @@ struct NodeShape {
 // results go in the rest).
 isa::CostModel cost_model(const MachineSpec& spec, uint64_t root_reserved = 0);
 
+// What the root sees ahead, for the search's estimates: per instruction of `program`, its
+// Instruction::reused bits (isa::reused_inputs; none under `halving`). A mark tells the level
+// under the root that its nodes find the view again in their permutation tables; it is kept
+// only where they can hold their part of every view marked across the instruction
+// (isa::reused_bytes_live, shared equally by the level's nodes) in half their memory, the
+// other half running the instructions in between.
+std::vector<uint32_t> root_reuse_marks(const MachineSpec& spec, const isa::OpTable& ops,
+                                       const isa::Program& program);
+
 // The root's cyclic sub-block, where a piece's partial results go: the main memory beyond the
 // program's `reserved` bytes over the root's pipeline depth.
 uint64_t root_subblock_bytes(const MachineSpec& spec, uint64_t reserved);

@@ -255,9 +255,7 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   ctx.spans.resize(program.instructions.size());
   std::map<std::string, uint32_t> layer_ids;
   // What the root sees ahead in its queue, for the search's estimates (halving reads none).
-  const std::vector<uint32_t> reused = spec.decomposer == isa::Policy::search
-                                           ? isa::reused_inputs(ops, program)
-                                           : std::vector<uint32_t>(program.instructions.size());
+  const std::vector<uint32_t> reused = root_reuse_marks(spec, ops, program);
   for (size_t i = 0; i < program.instructions.size(); ++i) {
     auto [it, fresh] = layer_ids.try_emplace(isa::instruction_name(program, i),
                                              static_cast<uint32_t>(ctx.layers.size()));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "isa/decompose/localize.h"
 #include "isa/decompose/parallel.h"
@@ -114,36 +115,67 @@ std::vector<int64_t> shape_key(const Instruction& instr) {
   return key;
 }
 
-std::vector<uint32_t> reused_inputs(const OpTable& ops, const Program& program) {
-  const std::vector<Instruction>& in = program.instructions;
-  std::vector<uint32_t> out(in.size(), 0);
-  auto writes_over = [&](size_t k, const TensorRef& v) {
+namespace {
+
+// The first instruction after `i` that reads input `o` of instruction `i`, its exact view, before
+// any instruction from `i` on writes a byte of it; in.size() when none does.
+size_t next_reader(const OpTable& ops, const std::vector<Instruction>& in, size_t i, size_t o) {
+  const TensorRef& v = in[i].operands[o];
+  auto writes_over = [&](size_t k) {
     const OpDef& op = ops.get(in[k].opcode);
-    for (size_t o = 0; o < op.operands.size(); ++o)
-      if (op.operands[o].role == OperandRole::out && views_overlap(in[k].operands[o], v))
+    for (size_t w = 0; w < op.operands.size(); ++w)
+      if (op.operands[w].role == OperandRole::out && views_overlap(in[k].operands[w], v))
         return true;
     return false;
   };
+  for (size_t j = i; j < in.size(); ++j) {
+    if (j > i) {
+      const OpDef& later = ops.get(in[j].opcode);
+      for (size_t r = 0; r < later.operands.size(); ++r)
+        if (later.operands[r].role == OperandRole::in && in[j].operands[r] == v) return j;
+    }
+    if (writes_over(j)) break;
+  }
+  return in.size();
+}
+
+// Calls f(i, o, reader) for every input o of every instruction i whose view a later
+// instruction reads again (next_reader).
+template <typename F>
+void for_each_reuse(const OpTable& ops, const Program& program, F f) {
+  const std::vector<Instruction>& in = program.instructions;
   for (size_t i = 0; i < in.size(); ++i) {
     const OpDef& op = ops.get(in[i].opcode);
     for (size_t o = 0; o < op.operands.size() && o < 32; ++o) {
-      const TensorRef& v = in[i].operands[o];
-      if (op.operands[o].role != OperandRole::in || v.stored_bytes() == 0) continue;
-      for (size_t j = i; j < in.size(); ++j) {
-        if (j > i) {
-          const OpDef& later = ops.get(in[j].opcode);
-          bool read = false;
-          for (size_t r = 0; r < later.operands.size() && !read; ++r)
-            read = later.operands[r].role == OperandRole::in && in[j].operands[r] == v;
-          if (read) {
-            out[i] |= uint32_t{1} << o;
-            break;
-          }
-        }
-        if (writes_over(j, v)) break;
-      }
+      if (op.operands[o].role != OperandRole::in || in[i].operands[o].stored_bytes() == 0) continue;
+      if (const size_t r = next_reader(ops, in, i, o); r < in.size()) f(i, o, r);
     }
   }
+}
+
+}  // namespace
+
+std::vector<uint32_t> reused_inputs(const OpTable& ops, const Program& program) {
+  std::vector<uint32_t> out(program.instructions.size(), 0);
+  for_each_reuse(ops, program, [&](size_t i, size_t o, size_t) { out[i] |= uint32_t{1} << o; });
+  return out;
+}
+
+std::vector<uint64_t> reused_bytes_live(const OpTable& ops, const Program& program) {
+  const std::vector<Instruction>& in = program.instructions;
+  // Per instruction, the views wanted across it (each once: a view read again by several
+  // instructions is one tensor in memory).
+  std::vector<std::set<std::vector<int64_t>>> live(in.size());
+  std::vector<uint64_t> out(in.size(), 0);
+  for_each_reuse(ops, program, [&](size_t i, size_t o, size_t reader) {
+    const TensorRef& v = in[i].operands[o];
+    std::vector<int64_t> key{static_cast<int64_t>(v.address), static_cast<int64_t>(v.dtype),
+                             v.rank()};
+    key.insert(key.end(), v.shape.begin(), v.shape.end());
+    key.insert(key.end(), v.strides.begin(), v.strides.end());
+    for (size_t k = i; k <= reader; ++k)
+      if (live[k].insert(key).second) out[k] += v.stored_bytes();
+  });
   return out;
 }
 

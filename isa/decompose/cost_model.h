@@ -214,6 +214,11 @@ std::vector<int64_t> shape_key(const Instruction& instr);
 // for the later reader, so its load is spread over the uses.
 std::vector<uint32_t> reused_inputs(const OpTable& ops, const Program& program);
 
+// Per instruction of `program`, the bytes of the views that reused_inputs' marks keep wanted
+// across it: each view an instruction up to this one marks, whose reader is this one or a
+// later one, counted once (views equal exactly; overlapping views count each).
+std::vector<uint64_t> reused_bytes_live(const OpTable& ops, const Program& program);
+
 // shape_key and, per input, whether it meets an output (input_meets_output): what decides the
 // static inputs and resident partial sums of a node's tiling, and so its estimate.
 std::vector<int64_t> planning_key(const OpDef& op, const Instruction& instr);

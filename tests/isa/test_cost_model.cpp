@@ -345,6 +345,9 @@ TEST_CASE("an input is reused when a later instruction reads its exact view befo
       Instruction{mm, {K, K, R}, {0}},
       Instruction{mm, {L, G, make_tensor(4864, DType::f32, {1, 8, 8})}, {0}}};
   CHECK(reused_inputs(ops, p) == std::vector<uint32_t>{2, 0, 0, 0, 0, 3, 0, 0});
+  // What the marks keep wanted: B (256 B) from 0 to its reader 1; L and G (256 B each) from 5
+  // to 7.
+  CHECK(reused_bytes_live(ops, p) == std::vector<uint64_t>{256, 256, 0, 0, 0, 512, 512, 512});
 }
 
 TEST_CASE("under the root, a static input read again is not charged its load") {

@@ -19,6 +19,7 @@
 #include "isa/decompose/cost_model.h"
 #include "isa/error.h"
 #include "isa/reference.h"
+#include "sim/instruction_plan.h"
 #include "sim/machine.h"
 #include "sim/report.h"
 
@@ -481,6 +482,24 @@ levels:
   CHECK(counter(r, 1, Counter::hazard_cycles) == 0);
   CHECK(counter(r, 1, Counter::load_bytes) == 66560);  // 16 KiB weight once, 7 x 7 KiB rows
   CHECK(r.cycles == 2873);
+}
+
+TEST_CASE("the root's reuse marks stand where the level under it holds what they keep wanted") {
+  // Two 16x16x16 matmuls read the same a and b (1 KiB each): the first marks both (bits 0 and
+  // 1), which stay wanted across both instructions, 2 KiB. The one core of 4 KiB holds that in
+  // half its memory; one of 3 KiB (1.5 KiB) does not, and the marks go. Under halving, none.
+  isa::Program p = matmul_program(16, 16, 16);
+  p.instructions.push_back(p.instructions[0]);
+  p.instructions[1].operands[2] = isa::make_tensor(12288, isa::DType::f32, {1, 16, 16});
+  auto marks = [&](const std::string& capacity, isa::Policy policy) {
+    MachineSpec spec = parse_machine_spec(one_level(2, capacity), "one.yaml");
+    spec.decomposer = policy;
+    return root_reuse_marks(spec, isa::OpTable::builtin(), p);
+  };
+  CHECK(isa::reused_bytes_live(isa::OpTable::builtin(), p) == std::vector<uint64_t>{2048, 2048});
+  CHECK(marks("4 KiB", isa::Policy::search) == std::vector<uint32_t>{3, 0});
+  CHECK(marks("3 KiB", isa::Policy::search) == std::vector<uint32_t>{0, 0});
+  CHECK(marks("4 KiB", isa::Policy::halving) == std::vector<uint32_t>{0, 0});
 }
 
 TEST_CASE("a program larger than the main memory is refused with both sizes") {
