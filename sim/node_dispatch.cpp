@@ -261,10 +261,7 @@ std::vector<std::shared_ptr<const Broadcast>> Node::plan_broadcasts(
       for (int m : k.members) {
         isa::TensorRef v = k.plan->requests[s].view;
         v.address += instrs[m].operands[o].address - first.operands[o].address;
-        std::vector<int64_t> key{static_cast<int64_t>(v.address), static_cast<int64_t>(v.dtype)};
-        key.insert(key.end(), v.shape.begin(), v.shape.end());
-        key.insert(key.end(), v.strides.begin(), v.strides.end());
-        loaders[key].emplace_back(m, s);
+        loaders[isa::view_key(v)].emplace_back(m, s);
       }
     }
   }

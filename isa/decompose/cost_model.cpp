@@ -161,6 +161,13 @@ std::vector<uint32_t> reused_inputs(const OpTable& ops, const Program& program) 
   return out;
 }
 
+std::vector<int64_t> view_key(const TensorRef& v) {
+  std::vector<int64_t> key{static_cast<int64_t>(v.address), static_cast<int64_t>(v.dtype)};
+  key.insert(key.end(), v.shape.begin(), v.shape.end());
+  key.insert(key.end(), v.strides.begin(), v.strides.end());
+  return key;
+}
+
 std::vector<uint64_t> reused_bytes_live(const OpTable& ops, const Program& program) {
   const std::vector<Instruction>& in = program.instructions;
   // Per instruction, the views wanted across it (each once: a view read again by several
@@ -169,10 +176,7 @@ std::vector<uint64_t> reused_bytes_live(const OpTable& ops, const Program& progr
   std::vector<uint64_t> out(in.size(), 0);
   for_each_reuse(ops, program, [&](size_t i, size_t o, size_t reader) {
     const TensorRef& v = in[i].operands[o];
-    std::vector<int64_t> key{static_cast<int64_t>(v.address), static_cast<int64_t>(v.dtype),
-                             v.rank()};
-    key.insert(key.end(), v.shape.begin(), v.shape.end());
-    key.insert(key.end(), v.strides.begin(), v.strides.end());
+    const std::vector<int64_t> key = view_key(v);
     for (size_t k = i; k <= reader; ++k)
       if (live[k].insert(key).second) out[k] += v.stored_bytes();
   });

@@ -214,6 +214,9 @@ std::vector<int64_t> shape_key(const Instruction& instr);
 // for the later reader, so its load is spread over the uses.
 std::vector<uint32_t> reused_inputs(const OpTable& ops, const Program& program);
 
+// A view as an exact key: address, dtype, shape and strides (the length gives the rank).
+std::vector<int64_t> view_key(const TensorRef& v);
+
 // Per instruction of `program`, the bytes of the views that reused_inputs' marks keep wanted
 // across it: each view an instruction up to this one marks, whose reader is this one or a
 // later one, counted once (views equal exactly; overlapping views count each).
