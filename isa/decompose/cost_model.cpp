@@ -273,13 +273,20 @@ double CostModel::execute_uncached(int l, const OpDef& op, const OpTable& ops,
     return child_cycles(*child, run) * lc.child_clock_ratio;
   // A reduce dim split across the children (parallel's fallback), combined by the LFU. The
   // partial results of successive pieces share the node's scratch memory, so their children do
-  // not overlap them: each runs alone even in a run of pieces.
-  const ChildRun alone = run == ChildRun::steady ? ChildRun::quick : run;
+  // not overlap them: each runs alone even in a run of pieces. Children that write no scratch
+  // (a merge: each sorts its slice of the output) overlap a run's pieces as a parallel split's
+  // do, and the LFU's work (the RD stage) then overlaps the next piece's execution: in the
+  // steady state the longer of the two.
   const ParallelSplit split =
       parallel(op, ops, localize(op, piece, 0).local, lc.fanout, 0, this, l);
+  const bool apart = split.scratch_bytes == 0 && !split.reductions.empty();
+  const ChildRun child_run = run == ChildRun::steady && !apart ? ChildRun::quick : run;
   double children = 0;
-  for (const Instruction& c : split.children) children = std::max(children, child_cycles(c, alone));
-  return children * lc.child_clock_ratio + reduction_cycles(l, split.reductions);
+  for (const Instruction& c : split.children)
+    children = std::max(children, child_cycles(c, child_run));
+  children *= lc.child_clock_ratio;
+  const double reduce = reduction_cycles(l, split.reductions);
+  return run == ChildRun::steady && apart ? std::max(children, reduce) : children + reduce;
 }
 
 double CostModel::reduction_cycles(int l, const std::vector<Instruction>& reductions) const {
@@ -321,13 +328,29 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
   packed.push_back(in_run);
   if (auto it = cache.find(packed); it != cache.end()) return it->second;
   const std::vector<int64_t> ext = dim_extents(op, instr);
-  double pieces = 1, reduce_parts = 1;
+  // reduce_parts: the pieces that accumulate onto one output tile. The pieces of a "reduce:
+  // merge" dim do not (each sorts its own chunk of the output, as independent as a parallel
+  // dim's); the runs they leave are merged after the last (finalize, below).
+  double pieces = 1, reduce_parts = 1, finalize = 0;
   std::vector<int64_t> len(ext.size());
   for (size_t d = 0; d < ext.size(); ++d) {
     const int64_t parts = ext[d] == 0 ? 1 : ceil_div(ext[d], tile[d]);
     len[d] = parts == 0 ? 0 : ceil_div(ext[d], parts);
     pieces *= static_cast<double>(parts);
-    if (op.dims[d].kind == DimKind::reduce) reduce_parts *= static_cast<double>(parts);
+    if (op.dims[d].kind != DimKind::reduce) continue;
+    if (op.combine_fn(op.dims[d], instr.attrs) != "merge") {
+      reduce_parts *= static_cast<double>(parts);
+    } else if (parts > 1) {
+      // plan_sequential's finalize work, as the node runs it once its pieces have landed: the
+      // merge's input loaded, merged (the LFU; a leaf's unit), its output written back, in turn.
+      const Instruction merge = merge_runs(op, ops, instr, parts);
+      const OpDef& mop = ops.get(merge.opcode);
+      double read = 0, written = 0;
+      piece_traffic(mop, merge, read, written);
+      const double combine = static_cast<double>(lc.leaf ? leaf_cycles(mop, merge, lc.unit)
+                                                         : lfu_cycles(merge, lc.lfu_throughput));
+      finalize += 2 * lc.latency_cycles + (read + written) / lc.bytes_per_cycle + combine;
+    }
   }
   const Instruction piece = worst_case_piece(op, instr, len);
   // Inputs whole in every piece are loaded once, with the first; pieces past the first along a
@@ -413,7 +436,7 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
   // the loads ahead moved, and none waits for a sub-block.
   const double ramp_n = lc.pipelined && pieces <= lc.depth ? first - 1 : 0;
   const double ld_r = ld - lc.latency_cycles;
-  auto total = [&](double ex, double ex_s, double ex_acc) {
+  auto pieces_time = [&](double ex, double ex_s, double ex_acc) {
     // A piece holds its sub-block from its load to the end of its write-back: `depth` of them
     // in flight at most.
     const double occupied = (ld + ex + (lc.posted ? wb_s : wb)) / lc.depth;
@@ -441,6 +464,9 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
     const double serial = (ld + accumulated / lc.bytes_per_cycle + ld_fin) + ex_acc + wb;
     return stat / lc.bytes_per_cycle + head + ramp_n * ramp + (first - 1 - ramp_n) * steady +
            (pieces - first) * serial;
+  };
+  auto total = [&](double ex, double ex_s, double ex_acc) {
+    return pieces_time(ex, ex_s, ex_acc) + finalize;
   };
   // A tiling that cannot come below at_least is not estimated further (nor cached).
   if (const double bound = total(0, 0, 0); bound >= at_least) return bound;

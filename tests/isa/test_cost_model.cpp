@@ -315,6 +315,56 @@ TEST_CASE("children that split a reduce dim run each piece alone, overlapping or
   }
 }
 
+// sort in[1,64] -> out[1,64] (f32): N is a "reduce: merge" dim.
+Instruction sort64() {
+  const OpDef& op = OpTable::builtin().get("sort");
+  return Instruction{
+      op.opcode,
+      {make_tensor(0, DType::f32, {1, 64}), make_tensor(1 << 20, DType::f32, {1, 64})},
+      {0}};
+}
+
+TEST_CASE("sorted runs pipeline like independent pieces, and their merge follows the last") {
+  const OpTable& ops = OpTable::builtin();
+  const OpDef& op = ops.get("sort");
+  // Two pieces of 32 keys: each loads 128 B (10 + 8 = 18), sorts (cdiv(32, 4) * clog2(32) = 40)
+  // and writes 128 B back (18). They write apart, so the second follows at the pace of the
+  // slowest stage, 40 (were it waiting for the first's write-back, as a piece accumulating onto
+  // an output does, it would take another 76). Then the merge of the two runs: out (256 B)
+  // loaded (10 + 16) and written back (10 + 16), merged in between on the unit (1 *
+  // cdiv(64, 4) * clog2(2) = 16): 68. 76 + 40 + 68 = 184.
+  CHECK(leaf_model(64 << 10).tiling_cycles(0, op, ops, sort64(), {1, 32}) == 184.0);
+  // Whole: 256 B in (10 + 16), cdiv(64, 4) * clog2(64) = 96, 256 B out (26); no merge.
+  CHECK(leaf_model(64 << 10).tiling_cycles(0, op, ops, sort64(), {1, 64}) == 148.0);
+}
+
+TEST_CASE("children that sort apart overlap a run's pieces, the LFU's merge beside them") {
+  const OpTable& ops = OpTable::builtin();
+  const OpDef& op = ops.get("sort");
+  // A node of two leaf children (both as above; the node with 2 sub-blocks and an LFU of 1
+  // element per cycle) sorts in[1,64] in two pieces of 32 keys. A piece loads and writes 128 B
+  // (18 each way); its children sort 16 keys each (64 B in and out: 4 cycles each way; the
+  // unit cdiv(16, 4) * clog2(16) = 16): a child alone 16 + (4 + 4) + 2 * 10 = 44; the LFU
+  // merges their runs (32 elements: 32). A piece alone: 18 + (44 + 32) + 18 = 112.
+  // The second piece follows at the slowest of its load (18), execution, write-back (18) and
+  // its hold of a sub-block ((18 + 76 + 18) / 2 = 56). Execution: where the children's level
+  // overlaps instructions, the children's period (16: their unit) beside the LFU's merge of
+  // the piece before (32), the longer: 32; otherwise the two in turn, 76. Then the node merges
+  // the two runs of 64 keys through its LFU (64) between loading out (10 + 16) and writing it
+  // back (10 + 16): 116.
+  LevelCost node = leaf_model(64 << 10).level(0), leaf = node;
+  node.leaf = false;
+  node.fanout = 2;
+  node.depth = 2;
+  for (bool overlap : {false, true}) {
+    CAPTURE(overlap);
+    LevelCost c = leaf;
+    c.overlap = overlap;
+    const CostModel model(Policy::search, {node, c});
+    CHECK(model.tiling_cycles(0, op, ops, sort64(), {1, 32}) == 112.0 + (overlap ? 56 : 76) + 116);
+  }
+}
+
 TEST_CASE("an input is reused when a later instruction reads its exact view before any write") {
   const OpTable& ops = OpTable::builtin();
   const uint16_t mm = ops.get("matmul").opcode, add = ops.get("eltwise").opcode;
