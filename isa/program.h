@@ -20,9 +20,18 @@ struct Instruction {
   // a later instruction reads operand o's view again before anything writes over it. Pieces
   // and children's instructions keep it.
   uint32_t reused = 0;
+  // Not encoded either: the marks that reach below the level under the root
+  // (recurring_inputs). Bit o: input o is a constant of the program whose next reader, an
+  // instruction of the same op and shapes, reads it as its operand o, so that a node gives
+  // the same part of it to the same child both times. The nodes of the first `recur_levels`
+  // levels under the root may count on it (sim::root_reuse_marks); a node passes a bit on to
+  // its pieces only for an input it holds in its static segment.
+  uint32_t recurs = 0;
+  uint8_t recur_levels = 0;
 
   bool operator==(const Instruction& o) const {
-    return opcode == o.opcode && operands == o.operands && attrs == o.attrs && reused == o.reused;
+    return opcode == o.opcode && operands == o.operands && attrs == o.attrs && reused == o.reused &&
+           recurs == o.recurs && recur_levels == o.recur_levels;
   }
 };
 

@@ -274,17 +274,44 @@ uint64_t root_subblock_bytes(const MachineSpec& spec, uint64_t reserved) {
          isa::kTileAlign * isa::kTileAlign;
 }
 
-std::vector<uint32_t> root_reuse_marks(const MachineSpec& spec, const isa::OpTable& ops,
-                                       const isa::Program& program) {
+void ReuseMarks::apply(isa::Instruction& instr) const {
+  instr.reused = reused;
+  instr.recurs = recurs;
+  instr.recur_levels = recur_levels;
+}
+
+std::vector<ReuseMarks> root_reuse_marks(const MachineSpec& spec, const isa::OpTable& ops,
+                                         const isa::Program& program) {
   const size_t n = program.instructions.size();
-  if (spec.decomposer != isa::Policy::search) return std::vector<uint32_t>(n, 0);
-  std::vector<uint32_t> marks = isa::reused_inputs(ops, program);
+  std::vector<ReuseMarks> marks(n);
+  if (spec.decomposer != isa::Policy::search) return marks;
+  const std::vector<uint32_t> reused = isa::reused_inputs(ops, program);
   const std::vector<uint64_t> live = isa::reused_bytes_live(ops, program);
-  const LevelSpec& top = spec.levels.front();
-  const uint64_t holds = static_cast<uint64_t>(top.fanout) * (top.memory.capacity / 2);
-  for (size_t i = 0; i < n; ++i)
-    if (live[i] > holds) marks[i] = 0;
+  const std::vector<uint32_t> recurs = isa::recurring_inputs(ops, program);
+  const std::vector<uint64_t> live_recurs = isa::reused_bytes_live(ops, program, &recurs);
+  // Whether the nodes of level l, all of them, hold `bytes` in half their memory.
+  auto holds = [&](size_t l, uint64_t bytes) {
+    uint64_t nodes = 1;
+    for (size_t k = 0; k <= l; ++k) nodes *= static_cast<uint64_t>(spec.levels[k].fanout);
+    return bytes <= nodes * (spec.levels[l].memory.capacity / 2);
+  };
+  for (size_t i = 0; i < n; ++i) {
+    if (!holds(0, live[i])) continue;
+    marks[i].reused = reused[i];
+    size_t levels = 1;
+    while (recurs[i] != 0 && levels < spec.levels.size() && holds(levels, live_recurs[i])) ++levels;
+    if (levels > 1) {
+      marks[i].recurs = recurs[i];
+      marks[i].recur_levels = static_cast<uint8_t>(levels);
+    }
+  }
   return marks;
+}
+
+uint32_t passed_recurs(const InstructionPlan& plan, const isa::Instruction& instr) {
+  uint32_t held = 0;
+  for (int o : plan.static_operands) held |= uint32_t{1} << o;
+  return instr.recurs & held;
 }
 
 isa::CostModel cost_model(const MachineSpec& spec, uint64_t root_reserved) {
@@ -338,6 +365,7 @@ InstructionPlan root_plan(const isa::Instruction& instr) {
 isa::Instruction plan_like(const InstructionPlan& plan) {
   isa::Instruction like = plan.pieces.front();
   like.reused = 0;
+  like.recurs = passed_recurs(plan, like);
   return like;
 }
 
@@ -422,7 +450,7 @@ std::vector<HeldOutput> held_outputs(const isa::OpDef& op, const InstructionPlan
 
 std::vector<int64_t> congruence_key(const isa::Instruction& instr) {
   const size_t n = instr.operands.size();
-  size_t size = 3 + instr.attrs.size() + n * (n - 1);
+  size_t size = 5 + instr.attrs.size() + n * (n - 1);
   for (const isa::TensorRef& t : instr.operands) size += 2 + 2 * t.shape.size();
   std::vector<int64_t> key;
   key.reserve(size);
@@ -430,6 +458,8 @@ std::vector<int64_t> congruence_key(const isa::Instruction& instr) {
   key.push_back(static_cast<int64_t>(instr.attrs.size()));
   key.insert(key.end(), instr.attrs.begin(), instr.attrs.end());
   key.push_back(instr.reused);
+  key.push_back(instr.recurs);
+  key.push_back(instr.recur_levels);
   for (const isa::TensorRef& t : instr.operands) {
     key.push_back(static_cast<int64_t>(t.dtype));
     key.push_back(t.rank());

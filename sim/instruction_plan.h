@@ -59,8 +59,19 @@ isa::CostModel cost_model(const MachineSpec& spec, uint64_t root_reserved = 0);
 // only where they can hold their part of every view marked across the instruction
 // (isa::reused_bytes_live, shared equally by the level's nodes) in half their memory, the
 // other half running the instructions in between.
-std::vector<uint32_t> root_reuse_marks(const MachineSpec& spec, const isa::OpTable& ops,
-                                       const isa::Program& program);
+// Below that level a constant that recurs alike (isa::recurring_inputs) stays marked
+// (Instruction::recurs) down to the deepest level whose nodes, and every level's above, pass
+// the same test for the views so marked.
+struct ReuseMarks {
+  uint32_t reused = 0, recurs = 0;  // Instruction's
+  uint8_t recur_levels = 0;
+  void apply(isa::Instruction& instr) const;
+  bool operator==(const ReuseMarks& o) const {
+    return reused == o.reused && recurs == o.recurs && recur_levels == o.recur_levels;
+  }
+};
+std::vector<ReuseMarks> root_reuse_marks(const MachineSpec& spec, const isa::OpTable& ops,
+                                         const isa::Program& program);
 
 // The root's cyclic sub-block, where a piece's partial results go: the main memory beyond the
 // program's `reserved` bytes over the root's pipeline depth.
@@ -111,6 +122,11 @@ InstructionPlan root_plan(const isa::Instruction& instr);
 // The piece a node below the root splits each piece of `plan` across its children as (isa::
 // parallel's `like`): the plan's first, as the node sees it (Instruction::reused is the root's).
 isa::Instruction plan_like(const InstructionPlan& plan);
+
+// What of `instr`'s recurring marks a node under the root passes on to the pieces of `plan`
+// (Instruction::recurs): those of the inputs it holds in its static segment, whose parts its
+// children then find at the same places for the next reader.
+uint32_t passed_recurs(const InstructionPlan& plan, const isa::Instruction& instr);
 
 // The static requests of `to`, an instruction congruent with `from` (same key): the views of
 // `plan` (made for `from`) moved by each operand's address difference.

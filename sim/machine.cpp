@@ -255,7 +255,7 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
   ctx.spans.resize(program.instructions.size());
   std::map<std::string, uint32_t> layer_ids;
   // What the root sees ahead in its queue, for the search's estimates (halving reads none).
-  const std::vector<uint32_t> reused = root_reuse_marks(spec, ops, program);
+  const std::vector<ReuseMarks> marks = root_reuse_marks(spec, ops, program);
   for (size_t i = 0; i < program.instructions.size(); ++i) {
     auto [it, fresh] = layer_ids.try_emplace(isa::instruction_name(program, i),
                                              static_cast<uint32_t>(ctx.layers.size()));
@@ -266,7 +266,7 @@ RunResult run_once(const MachineSpec& spec, const isa::OpTable& ops, const isa::
     }
     ctx.layers[it->second].instructions.push_back(i);
     Job job{program.instructions[i], nullptr, {}, 0, 1, &completion, 0, it->second, 1, nullptr};
-    job.instr.reused = reused[i];
+    marks[i].apply(job.instr);
     root.submit(std::move(job));
   }
 

@@ -152,8 +152,12 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, size_t index, int subblock, 
   p->op = &op;
   p->part = part;
   p->local = part;
-  // What the root saw ahead (Instruction::reused) names views of its memory, not of this one.
-  if (!is_root_) p->local.reused = 0;
+  // What the root saw ahead (Instruction::reused) names views of its memory, not of this one;
+  // a constant that recurs alike the node passes on where it holds it (passed_recurs).
+  if (!is_root_) {
+    p->local.reused = 0;
+    p->local.recurs = passed_recurs(*plan_, part);
+  }
   p->tree_node = tree_node_;
   p->copies = copies_;
   p->route = route_;

@@ -76,6 +76,8 @@ void put_shape_key(const Instruction& instr, Key& key) {
   key.push_back(instr.opcode);
   for (int64_t a : instr.attrs) key.push_back(a);
   key.push_back(instr.reused);
+  key.push_back(instr.recurs);
+  key.push_back(instr.recur_levels);
   for (const TensorRef& t : instr.operands) {
     key.push_back(static_cast<int64_t>(t.dtype));
     key.push_back(t.rank());
@@ -107,7 +109,7 @@ double cached_by_shape(Cache& cache, const Instruction& instr, Compute compute) 
 }  // namespace
 
 std::vector<int64_t> shape_key(const Instruction& instr) {
-  size_t n = 2 + instr.attrs.size();
+  size_t n = 4 + instr.attrs.size();
   for (const TensorRef& t : instr.operands) n += 2 + t.shape.size();
   std::vector<int64_t> key;
   key.reserve(n);
@@ -161,6 +163,52 @@ std::vector<uint32_t> reused_inputs(const OpTable& ops, const Program& program) 
   return out;
 }
 
+std::vector<uint32_t> recurring_inputs(const OpTable& ops, const Program& program) {
+  const std::vector<Instruction>& in = program.instructions;
+  // Every view the program writes, by the begin of its byte span.
+  std::vector<std::pair<uint64_t, const TensorRef*>> written;
+  for (const Instruction& instr : in) {
+    const OpDef& op = ops.get(instr.opcode);
+    for (size_t w = 0; w < op.operands.size(); ++w)
+      if (op.operands[w].role == OperandRole::out)
+        written.emplace_back(instr.operands[w].byte_span().first, &instr.operands[w]);
+  }
+  std::sort(written.begin(), written.end(),
+            [](const auto& x, const auto& y) { return x.first < y.first; });
+  // reach[k]: the largest end of a span among written[0..k].
+  std::vector<uint64_t> reach(written.size());
+  for (size_t k = 0; k < written.size(); ++k)
+    reach[k] = std::max(written[k].second->byte_span().second, k > 0 ? reach[k - 1] : 0);
+  auto written_over = [&](const TensorRef& v) {
+    const auto [b, e] = v.byte_span();
+    // The views whose spans begin before e, back to the last one whose span can reach past b.
+    size_t k = static_cast<size_t>(
+        std::lower_bound(written.begin(), written.end(), e,
+                         [](const auto& x, uint64_t a) { return x.first < a; }) -
+        written.begin());
+    while (k > 0 && reach[k - 1] > b)
+      if (views_overlap(*written[--k].second, v)) return true;
+    return false;
+  };
+  auto alike = [](const Instruction& a, const Instruction& b) {
+    if (a.opcode != b.opcode || a.attrs != b.attrs || a.operands.size() != b.operands.size())
+      return false;
+    for (size_t o = 0; o < a.operands.size(); ++o)
+      if (a.operands[o].dtype != b.operands[o].dtype ||
+          a.operands[o].shape != b.operands[o].shape ||
+          a.operands[o].strides != b.operands[o].strides)
+        return false;
+    return true;
+  };
+  std::vector<uint32_t> out(in.size(), 0);
+  for_each_reuse(ops, program, [&](size_t i, size_t o, size_t reader) {
+    if (alike(in[i], in[reader]) && in[reader].operands[o] == in[i].operands[o] &&
+        !written_over(in[i].operands[o]))
+      out[i] |= uint32_t{1} << o;
+  });
+  return out;
+}
+
 std::vector<int64_t> view_key(const TensorRef& v) {
   std::vector<int64_t> key{static_cast<int64_t>(v.address), static_cast<int64_t>(v.dtype)};
   key.insert(key.end(), v.shape.begin(), v.shape.end());
@@ -168,13 +216,15 @@ std::vector<int64_t> view_key(const TensorRef& v) {
   return key;
 }
 
-std::vector<uint64_t> reused_bytes_live(const OpTable& ops, const Program& program) {
+std::vector<uint64_t> reused_bytes_live(const OpTable& ops, const Program& program,
+                                        const std::vector<uint32_t>* only) {
   const std::vector<Instruction>& in = program.instructions;
   // Per instruction, the views wanted across it (each once: a view read again by several
   // instructions is one tensor in memory).
   std::vector<std::set<std::vector<int64_t>>> live(in.size());
   std::vector<uint64_t> out(in.size(), 0);
   for_each_reuse(ops, program, [&](size_t i, size_t o, size_t reader) {
+    if (only && !((*only)[i] >> o & 1)) return;
     const TensorRef& v = in[i].operands[o];
     const std::vector<int64_t> key = view_key(v);
     for (size_t k = i; k <= reader; ++k)
@@ -357,10 +407,12 @@ double CostModel::tiling_cycles(int l, const OpDef& op, const OpTable& ops,
   // reduce dim also read the output they accumulate onto.
   // At a node under the root, a static input a later instruction reads again is found there in
   // the permutation table: its load is not charged to this one (reused_inputs). Deeper, a view
-  // lies in the parent's memory, where the root's lookahead does not see whether it recurs.
+  // lies in the parent's memory, where the root's lookahead does not see whether it recurs,
+  // but for a constant that recurs alike (recurring_inputs) down to the levels the root allows.
+  const uint32_t found = l == 0 ? instr.reused : l < instr.recur_levels ? instr.recurs : 0;
   double stat = 0;
   for (size_t o = 0; o < op.operands.size(); ++o)
-    if (!(l == 0 && instr.reused >> o & 1) && input_stays_whole(op, instr, ext, tile, o))
+    if (!(found >> o & 1) && input_stays_whole(op, instr, ext, tile, o))
       stat += static_cast<double>(align_up(instr.operands[o].stored_bytes(), kTileAlign));
   double read = 0, written = 0;
   piece_traffic(op, piece, read, written);

@@ -214,13 +214,22 @@ std::vector<int64_t> shape_key(const Instruction& instr);
 // for the later reader, so its load is spread over the uses.
 std::vector<uint32_t> reused_inputs(const OpTable& ops, const Program& program);
 
+// Per instruction of `program`, the reused_inputs bits whose view recurs alike: no instruction
+// of the program writes a byte of it (a constant: weights), and its next reader is an
+// instruction of the same op, attributes and operand shapes that reads it as the same operand
+// (an LSTM's recurrent weights, step after step). A node splits the two alike, so each child
+// gets the same part of the view both times and may keep it (Instruction::recurs).
+std::vector<uint32_t> recurring_inputs(const OpTable& ops, const Program& program);
+
 // A view as an exact key: address, dtype, shape and strides (the length gives the rank).
 std::vector<int64_t> view_key(const TensorRef& v);
 
 // Per instruction of `program`, the bytes of the views that reused_inputs' marks keep wanted
 // across it: each view an instruction up to this one marks, whose reader is this one or a
-// later one, counted once (views equal exactly; overlapping views count each).
-std::vector<uint64_t> reused_bytes_live(const OpTable& ops, const Program& program);
+// later one, counted once (views equal exactly; overlapping views count each). With `only`,
+// the marks among its bits alone (per instruction, as reused_inputs gives them).
+std::vector<uint64_t> reused_bytes_live(const OpTable& ops, const Program& program,
+                                        const std::vector<uint32_t>* only = nullptr);
 
 // shape_key and, per input, whether it meets an output (input_meets_output): what decides the
 // static inputs and resident partial sums of a node's tiling, and so its estimate.

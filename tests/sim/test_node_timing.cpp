@@ -494,12 +494,87 @@ TEST_CASE("the root's reuse marks stand where the level under it holds what they
   auto marks = [&](const std::string& capacity, isa::Policy policy) {
     MachineSpec spec = parse_machine_spec(one_level(2, capacity), "one.yaml");
     spec.decomposer = policy;
-    return root_reuse_marks(spec, isa::OpTable::builtin(), p);
+    std::vector<uint32_t> reused;
+    for (const ReuseMarks& m : root_reuse_marks(spec, isa::OpTable::builtin(), p))
+      reused.push_back(m.reused);
+    return reused;
   };
   CHECK(isa::reused_bytes_live(isa::OpTable::builtin(), p) == std::vector<uint64_t>{2048, 2048});
   CHECK(marks("4 KiB", isa::Policy::search) == std::vector<uint32_t>{3, 0});
   CHECK(marks("3 KiB", isa::Policy::search) == std::vector<uint32_t>{0, 0});
   CHECK(marks("4 KiB", isa::Policy::halving) == std::vector<uint32_t>{0, 0});
+}
+
+namespace {
+
+// root -> mid -> core under `search`, one node each, the two memories' capacities given.
+std::string mid_and_core(const std::string& mid, const std::string& core) {
+  return fmt::format(R"(machine: two
+decomposer: search
+root:
+  clock: 1 GHz
+  lfu_throughput: 1
+  memory: {{capacity: 1 MiB, bandwidth: 64 GB/s}}
+levels:
+  - name: mid
+    fanout: 1
+    lfu_throughput: 1
+    memory: {{capacity: {}, bandwidth: 64 GB/s}}
+    link: {{bandwidth: 16 GB/s, latency: 10 ns}}
+  - name: core
+    fanout: 1
+    memory: {{capacity: {}, bandwidth: 64 GB/s}}
+    link: {{bandwidth: 16 GB/s, latency: 10 ns}}
+    leaf:
+      matrix: {{rows: 4, cols: 4}}
+      vector: {{lanes: 8}}
+)",
+                     mid, core);
+}
+
+// n 16x16x16 matmuls reading the same a and b (1 KiB each), each into its own out.
+isa::Program alike_matmuls(int n) {
+  isa::Program p = matmul_program(16, 16, 16);
+  for (int i = 1; i < n; ++i) {
+    p.instructions.push_back(p.instructions[0]);
+    p.instructions[i].operands[2] =
+        isa::make_tensor(8192 + 4096 * static_cast<uint64_t>(i), isa::DType::f32, {1, 16, 16});
+  }
+  p.footprint = 8192 + 4096 * static_cast<uint64_t>(n);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("a recurring constant stays marked down to the deepest level that holds it") {
+  // a and b are never written and the second matmul reads them alike: both recur (bits 0 and
+  // 1), 2 KiB wanted across the first. The mid holds that in half of 4 KiB, a core of 4 KiB
+  // too (recur_levels 2), one of 3 KiB not (the marks stop at the mid, which reads `reused`).
+  // A mid of 3 KiB keeps no mark at all.
+  const isa::Program p = alike_matmuls(2);
+  auto marks = [&](const std::string& mid, const std::string& core) {
+    const MachineSpec spec = parse_machine_spec(mid_and_core(mid, core), "two.yaml");
+    return root_reuse_marks(spec, isa::OpTable::builtin(), p);
+  };
+  const ReuseMarks none;
+  CHECK(marks("4 KiB", "4 KiB") == std::vector<ReuseMarks>{{3, 3, 2}, none});
+  CHECK(marks("4 KiB", "3 KiB") == std::vector<ReuseMarks>{{3, 0, 0}, none});
+  CHECK(marks("3 KiB", "4 KiB") == std::vector<ReuseMarks>{none, none});
+}
+
+TEST_CASE("a core told that an input recurs keeps it, and the next reader finds it") {
+  // Three such matmuls, a mid of 8 KiB. A core of 4 KiB receives the marks of the inputs the
+  // mid holds (recur_levels 2): a later matmul's core finds an input (1 KiB) that the one
+  // before it kept whole, one hit. A core of 3 KiB receives none (the marks stop at the mid)
+  // and finds nothing again.
+  const isa::Program p = alike_matmuls(3);
+  auto hits = [&](const std::string& core) {
+    const RunResult r = simulate(parse_machine_spec(mid_and_core("8 KiB", core), "two.yaml"),
+                                 isa::OpTable::builtin(), p, Mode::timing);
+    return std::pair{counter(r, 2, Counter::static_hits), counter(r, 2, Counter::static_hit_bytes)};
+  };
+  CHECK(hits("4 KiB") == std::pair<uint64_t, uint64_t>{1, 1024});
+  CHECK(hits("3 KiB") == std::pair<uint64_t, uint64_t>{0, 0});
 }
 
 TEST_CASE("a program larger than the main memory is refused with both sizes") {
