@@ -190,15 +190,10 @@ std::vector<uint32_t> recurring_inputs(const OpTable& ops, const Program& progra
       if (views_overlap(*written[--k].second, v)) return true;
     return false;
   };
-  auto alike = [](const Instruction& a, const Instruction& b) {
-    if (a.opcode != b.opcode || a.attrs != b.attrs || a.operands.size() != b.operands.size())
-      return false;
-    for (size_t o = 0; o < a.operands.size(); ++o)
-      if (a.operands[o].dtype != b.operands[o].dtype ||
-          a.operands[o].shape != b.operands[o].shape ||
-          a.operands[o].strides != b.operands[o].strides)
-        return false;
-    return true;
+  // Planned alike: what decides a node's plan of each, its planning key, is the same.
+  auto alike = [&](const Instruction& a, const Instruction& b) {
+    return a.opcode == b.opcode &&
+           planning_key(ops.get(a.opcode), a) == planning_key(ops.get(b.opcode), b);
   };
   std::vector<uint32_t> out(in.size(), 0);
   for_each_reuse(ops, program, [&](size_t i, size_t o, size_t reader) {

@@ -216,9 +216,9 @@ std::vector<uint32_t> reused_inputs(const OpTable& ops, const Program& program);
 
 // Per instruction of `program`, the reused_inputs bits whose view recurs alike: no instruction
 // of the program writes a byte of it (a constant: weights), and its next reader is an
-// instruction of the same op, attributes and operand shapes that reads it as the same operand
-// (an LSTM's recurrent weights, step after step). A node splits the two alike, so each child
-// gets the same part of the view both times and may keep it (Instruction::recurs).
+// instruction of the same planning_key (op, attributes, operand shapes) that reads it as the
+// same operand (an LSTM's recurrent weights, step after step). A node plans the two alike, so
+// each child gets the same part of the view both times and may keep it (Instruction::recurs).
 std::vector<uint32_t> recurring_inputs(const OpTable& ops, const Program& program);
 
 // A view as an exact key: address, dtype, shape and strides (the length gives the rank).

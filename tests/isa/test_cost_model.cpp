@@ -53,6 +53,19 @@ Instruction fused_matmul(const OpDef& op, int64_t epilogue) {
   return mm;
 }
 
+// A node of level 0 over the leaf of leaf_model (the same link and memory): `fanout` children,
+// `depth` sub-blocks, the children overlapping their instructions or not; its LFU combines 1
+// element per cycle.
+CostModel node_over_leaf(int fanout, int depth, bool overlap) {
+  LevelCost node = leaf_model(64 << 10).level(0), leaf = node;
+  node.leaf = false;
+  node.name = "node";
+  node.fanout = fanout;
+  node.depth = depth;
+  leaf.overlap = overlap;
+  return CostModel(Policy::search, {node, leaf});
+}
+
 NodeBudget budget(const CostModel& model, uint64_t capacity) {
   NodeBudget b{capacity / 3 / 64 * 64, 1, "core"};
   b.capacity = capacity;
@@ -267,15 +280,7 @@ TEST_CASE(
   // Its one child runs the piece whole: it loads a and b (2048 B: 128), runs 1 * 1 * 1 * 64 +
   // 7 = 71 and writes 64 B (4), one piece in its sub-blocks, so in turn: 128 + 75 + 20 = 223,
   // the piece's execution alone.
-  LevelCost node = leaf_model(64 << 10).level(0), leaf = node;
-  node.leaf = false;
-  node.name = "node";
-  auto model = [&](bool overlap, int depth) {
-    LevelCost n = node, c = leaf;
-    n.depth = depth;
-    c.overlap = overlap;
-    return CostModel(Policy::search, {n, c});
-  };
+  auto model = [](bool overlap, int depth) { return node_over_leaf(1, depth, overlap); };
   const Instruction piece = matmul(4, 64, 4);
   CHECK(model(true, 3).quick_cycles(1, op, ops, piece) == 223.0);
   // Overlapping its instructions, the child takes a piece in its longest stage, the load with
@@ -303,15 +308,11 @@ TEST_CASE("children that split a reduce dim run each piece alone, overlapping or
   // Their partial sums share the node's scratch, so the next piece's children wait: each piece
   // costs 76.25 whether the children's level overlaps or not, 16 + 26 + 76.25 + 10.25 + 76.25
   // = 204.75 (charged the children's period, 39 + 1, it would be 168.5).
-  LevelCost node = leaf_model(64 << 10).level(0), leaf = node;
-  node.leaf = false;
-  node.fanout = 2;
   for (bool overlap : {false, true}) {
     CAPTURE(overlap);
-    LevelCost c = leaf;
-    c.overlap = overlap;
-    const CostModel model(Policy::search, {node, c});
-    CHECK(model.tiling_cycles(0, op, ops, matmul(2, 64, 1), {1, 1, 1, 64}) == 204.75);
+    CHECK(
+        node_over_leaf(2, 3, overlap).tiling_cycles(0, op, ops, matmul(2, 64, 1), {1, 1, 1, 64}) ==
+        204.75);
   }
 }
 
@@ -352,16 +353,10 @@ TEST_CASE("children that sort apart overlap a run's pieces, the LFU's merge besi
   // the piece before (32), the longer: 32; otherwise the two in turn, 76. Then the node merges
   // the two runs of 64 keys through its LFU (64) between loading out (10 + 16) and writing it
   // back (10 + 16): 116.
-  LevelCost node = leaf_model(64 << 10).level(0), leaf = node;
-  node.leaf = false;
-  node.fanout = 2;
-  node.depth = 2;
   for (bool overlap : {false, true}) {
     CAPTURE(overlap);
-    LevelCost c = leaf;
-    c.overlap = overlap;
-    const CostModel model(Policy::search, {node, c});
-    CHECK(model.tiling_cycles(0, op, ops, sort64(), {1, 32}) == 112.0 + (overlap ? 56 : 76) + 116);
+    CHECK(node_over_leaf(2, 2, overlap).tiling_cycles(0, op, ops, sort64(), {1, 32}) ==
+          112.0 + (overlap ? 56 : 76) + 116);
   }
 }
 
