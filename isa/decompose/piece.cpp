@@ -22,6 +22,43 @@ int64_t window_term(const WindowTerm& t, const std::vector<int64_t>& ext,
   return t.dim >= 0 ? ext[t.dim] : instr.attrs[t.attr];
 }
 
+namespace {
+
+// A window dim's input frame (its `offset` and `after` attributes: the whole input's elements
+// before and after the operand's) tells which taps of a window read the whole input rather than
+// its padding, for the taps beyond the operand's view (isa/semantics/window.cpp, whole_taps).
+// Beyond the farthest row a window's taps reach, more frame changes nothing: each side is cut to
+// that reach, so that pieces alike but for where they lie in the whole have one key (congruence,
+// the cost model's caches). A piece sliced from a cut instruction reaches no farther than its
+// parent did, so its frame is cut alike.
+void clamp_input_frame(const OpDef& op, Instruction& instr) {
+  const std::vector<int64_t> ext = dim_extents(op, instr);
+  for (size_t d = 0; d < op.dims.size(); ++d) {
+    const DimDef& dd = op.dims[d];
+    if (dd.kind != DimKind::window || dd.offset_index < 0 || dd.after_index < 0) continue;
+    const WindowDef& w = dd.window;
+    const int64_t out = ext[w.of_index];
+    if (out == 0) continue;
+    auto term = [&](const WindowTerm& t) { return window_term(t, ext, instr); };
+    const int kd = w.kernel.dim;
+    const int64_t K = kd >= 0 ? ext[kd] : term(w.kernel);
+    // A piece of the kernel's taps: its whole windows' taps before and after its own.
+    const DimDef* k = kd >= 0 ? &op.dims[kd] : nullptr;
+    const int64_t tap_before = k && k->offset_index >= 0 ? instr.attrs[k->offset_index] : 0;
+    const int64_t tap_after = k && k->after_index >= 0 ? instr.attrs[k->after_index] : 0;
+    const int64_t st = term(w.stride), dil = term(w.dilation), pad = instr.attrs[w.pad_begin_index];
+    // The whole windows' taps read rows first..last of the operand (isa/semantics/window.cpp).
+    const int64_t first = -pad - tap_before * dil;
+    const int64_t last = (out - 1) * st - pad + (K + tap_after - 1) * dil;
+    int64_t& before = instr.attrs[dd.offset_index];
+    int64_t& after = instr.attrs[dd.after_index];
+    before = std::min(before, std::max<int64_t>(0, -first));
+    after = std::min(after, std::max<int64_t>(0, last - ext[d] + 1));
+  }
+}
+
+}  // namespace
+
 Instruction slice_instruction(const OpDef& op, const Instruction& instr, const PieceRange& range) {
   Instruction out = instr;
   PieceRange r = range;
@@ -76,6 +113,7 @@ Instruction slice_instruction(const OpDef& op, const Instruction& instr, const P
     if (dd.after_index >= 0) out.attrs[dd.after_index] += ext[d] - r.begin[d] - r.len[d];
     if (dd.extent_attr_index >= 0) out.attrs[dd.extent_attr_index] = r.len[d];
   }
+  clamp_input_frame(op, out);
   return out;
 }
 

@@ -26,7 +26,9 @@ int64_t window_term(const WindowTerm& t, const std::vector<int64_t>& ext, const 
 // A piece that ends before the end of a reduce dim with a final attribute gets it cleared.
 // A dim with an offset attribute adds its start (times its offset_scale) to that attribute.
 // Window dims ignore their entry in `range`: they are sliced to the input their output dim's
-// windows touch (the halo), and the window's pad attributes are set to what remains at the edges.
+// windows touch (the halo), and the window's pad attributes are set to what remains at the edges;
+// an input frame (the whole input's elements before and after the operand's) is cut to how far
+// the piece's windows reach, which is all that it decides.
 Instruction slice_instruction(const OpDef& op, const Instruction& instr, const PieceRange& range);
 
 // Splits `extent` into `parts` near-equal chunks, the first (extent % parts) one longer.

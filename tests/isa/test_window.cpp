@@ -492,6 +492,50 @@ TEST_CASE("pool2d pieces of the kernel's taps give the whole op bit for bit") {
     }
 }
 
+TEST_CASE(
+    "pool2d pieces: the input frame is cut to the windows' reach, pieces alike but for "
+    "their place are equal, and their taps still count the whole windows") {
+  // in [1,1,12,4] f32, kernel 3x3, pads 1 all round, stride 1: Ho = 12, Wo = 4. Output rows
+  // 3..5 read input rows 2..6; no tap of theirs reads outside those 5 rows, so the 2 input rows
+  // before and the 5 after decide nothing: the piece's frame is 0 and 0, as is that of rows
+  // 6..8 (input rows 5..9). Rows 0..2 keep pad_h0 = 1 (the frame before them is 0 anyway).
+  std::vector<uint8_t> mem(1024, 0);
+  std::vector<float> in(48);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = 0.25f * static_cast<float>((i * 5) % 13) - 1.0f;
+  put(mem, 0, in);
+  for (int64_t include_pad : {0, 1}) {
+    CAPTURE(include_pad);
+    Instruction whole = make(
+        "pool2d",
+        {make_tensor(0, DType::f32, {1, 1, 12, 4}), make_tensor(512, DType::f32, {1, 1, 12, 4})},
+        {{"fn", fn_index("pool2d", "avg")},
+         {"kernel_h", 3},
+         {"kernel_w", 3},
+         {"pad_h0", 1},
+         {"pad_h1", 1},
+         {"pad_w0", 1},
+         {"pad_w1", 1},
+         {"count_include_pad", include_pad}});
+    std::vector<Instruction> rows = check_pieces(whole, mem, "Ho", {3, 6, 9});
+    CHECK(attr_of(rows[1], "in_h0") == 0);
+    CHECK(attr_of(rows[1], "in_h1") == 0);
+    CHECK(rows[1].attrs == rows[2].attrs);
+    CHECK(rows[1].operands[0].shape == rows[2].operands[0].shape);
+    CHECK(attr_of(rows[0], "pad_h0") == 1);
+    CHECK(attr_of(rows[3], "pad_h1") == 1);
+    // Rows 3..5 cut per kernel row: tap row 0's windows read rows 0..2 of the piece's input,
+    // and their whole windows reach 2 rows further (taps 1 and 2), which are input: its frame
+    // after is 2 (its operand ends 2 rows before the piece's). Tap row 2 reads rows 2..4 and
+    // its whole windows 2 rows before them: its frame before is 2. The pieces of the cut piece
+    // give what the cut piece gives, bit for bit.
+    std::vector<Instruction> taps = check_pieces(rows[1], mem, "Kh", {1, 2});
+    CHECK(attr_of(taps[0], "in_h0") == 0);
+    CHECK(attr_of(taps[0], "in_h1") == 2);
+    CHECK(attr_of(taps[2], "in_h0") == 2);
+    CHECK(attr_of(taps[2], "in_h1") == 0);
+  }
+}
+
 TEST_CASE("pool2d taps: a piece whose taps all fall in the padding has an empty input") {
   // in [1,1,1,4], kernel 3 rows, pads 2 and 2: Ho = (1+4-3)+1 = 3. Output row 0's tap 0 reads
   // row -2 and output row 2's tap 2 reads row 2: cut at tap 1, the first piece's rows are

@@ -361,3 +361,18 @@ TEST_CASE("leaves that place alike tiles in different places of their memories f
   // equal addresses).
   CHECK(f.simulated_pieces == std::vector<uint64_t>{2, 40, 576});
 }
+
+TEST_CASE("pool pieces that differ only in where they lie in the whole input fold as one") {
+  // VGG-16's pool1 on f1: a 2x2 max pool, stride 2, no padding; the chip cuts it into 16
+  // pieces, each across the 32 cores. Each core's piece has an input frame (the whole input's
+  // rows and columns before and after its own), which made every core's instruction a class of
+  // its own: all 512 leaf pieces simulated. No window reaches past its piece's input, so the
+  // frame is cut to 0 (isa::slice_instruction): the 32 cores of each chip piece are one class.
+  const MachineSpec f1 = load_machine_spec(kRoot + "/configs/f1.yaml");
+  const isa::Program pool = layers_of("vgg16", {"pool1"});
+  const RunResult f = simulate(f1, isa::OpTable::builtin(), pool, Mode::timing);
+  const RunResult u = unfolded(f1, pool);
+  check_same(f, u);
+  CHECK(pieces_per_level(f1, u) == std::vector<uint64_t>{1, 16, 512});
+  CHECK(f.simulated_pieces == std::vector<uint64_t>{1, 16, 16});
+}

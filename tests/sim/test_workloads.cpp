@@ -105,9 +105,9 @@ TEST_CASE("every workload in workloads/ runs in timing mode on f1.yaml and f100.
   const std::map<std::string, Cycles> expect = {
       {"mlp", {78983, 39612, 30560, 17715}},
       {"alexnet", {1065132, 476162, 594007, 254734}},
-      {"vgg16", {12088665, 4459966, 3107582, 848988}},
-      {"resnet50", {4013041, 2057136, 814824, 363404}},
-      {"resnet50-small", {60223, 441925, 24893, 133079}},
+      {"vgg16", {12088665, 4459966, 3107582, 848987}},
+      {"resnet50", {4013041, 2057136, 814824, 363403}},
+      {"resnet50-small", {60223, 441925, 24893, 135596}},
       {"mobilenetv2", {981239, 834294, 320619, 332998}},
       {"lstm", {4563787, 3165654, 3525012, 1581747}},
       {"bert-base", {604968, 206567, 154384, 69772}},
@@ -117,7 +117,7 @@ TEST_CASE("every workload in workloads/ runs in timing mode on f1.yaml and f100.
       {"kmeans", {1136660, 538576, 848084, 323647}},
       {"sort", {331674, 83650, 230089, 70654}},
       // torchvision exports (scripts/export_torchvision): PyTorch's own graphs.
-      {"resnet18", {1757491, 820420, 326732, 136965}},
+      {"resnet18", {1757491, 820420, 326732, 137792}},
       {"mobilenetv2-tv", {971002, 832156, 218771, 209415}},
       {"vit-b16", {13776612, 4482067, 3300459, 1125394}},
   };
@@ -156,9 +156,9 @@ TEST_CASE("one ResNet-50 program on three machine scales (the fractal promise)")
                                                                 isa::encode_program(baseline);
   // Cycles of the baseline (unfused, halving), then of the default (fused, search).
   const std::vector<std::tuple<std::string, uint64_t, uint64_t>> expect = {
-      {"scale/leaves-0016.yaml", 4978953, 1446235},
+      {"scale/leaves-0016.yaml", 4978953, 1447654},
       {"f1.yaml", 4013041, 814824},
-      {"f100.yaml", 2057136, 363404}};
+      {"f100.yaml", 2057136, 363403}};
   for (const auto& [config, halving, search] : expect) {
     CAPTURE(config);
     CHECK(isa::encode_program(p) == bytes);
