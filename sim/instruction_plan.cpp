@@ -21,7 +21,9 @@ bool overlaps(std::pair<uint64_t, uint64_t> a, std::pair<uint64_t, uint64_t> b) 
   return a.first < b.second && b.first < a.second;
 }
 
-// Inputs whose view is the same in every piece and that no output of the instruction touches.
+// Inputs whose view is the same in every piece and that no output of the instruction touches;
+// one that no piece reads is given room alone (StaticUse::room), so that the instructions of a
+// run keep one layout whether or not they read it.
 InstructionPlan with_static_operands(const isa::OpDef& op, const isa::Instruction& instr,
                                      isa::SequentialPlan seq) {
   InstructionPlan plan;
@@ -41,8 +43,11 @@ InstructionPlan with_static_operands(const isa::OpDef& op, const isa::Instructio
         same = false;
     if (!same) continue;
     const uint64_t bytes = isa::align_up(view.stored_bytes(), isa::kTileAlign);
+    const bool read =
+        std::any_of(plan.pieces.begin(), plan.pieces.end(),
+                    [&](const isa::Instruction& p) { return isa::operand_is_read(op, p, o); });
     plan.static_operands.push_back(static_cast<int>(o));
-    plan.requests.push_back(StaticRequest{view, bytes});
+    plan.requests.push_back(StaticRequest{view, bytes, read ? StaticUse::load : StaticUse::room});
   }
   return plan;
 }

@@ -209,11 +209,12 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, size_t index, int subblock, 
         const size_t s = it - plan_->static_operands.begin();
         local = parent.packed_at(layout_.local[s]);
         const uint8_t role = broadcast_ ? broadcast_->role[s] : uint8_t{Broadcast::kOwn};
-        if (first && !layout_.hit[s] && role == Broadcast::kOwn) {
+        const bool read = s >= layout_.room.size() || !layout_.room[s];
+        if (first && !layout_.hit[s] && read && role == Broadcast::kOwn) {
           p->loads.push_back({parent, local});
           p->load_operands.push_back(static_cast<int>(o));
         }
-        if (first && !layout_.hit[s] && role != Broadcast::kOwn) {
+        if (first && !layout_.hit[s] && read && role != Broadcast::kOwn) {
           p->broadcast = broadcast_;
           p->shared.push_back({parent, local});
           if (role == Broadcast::kLead)
@@ -221,7 +222,7 @@ Node::Piece* Node::make_piece(const isa::OpDef& op, size_t index, int subblock, 
           else
             p->received_bytes += local.stored_bytes();
         }
-        if (first && layout_.hit[s]) {
+        if (first && layout_.hit[s] && read) {
           count(*p, Counter::static_hits, 1);
           count(*p, Counter::static_hit_bytes, local.stored_bytes());
         }

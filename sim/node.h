@@ -340,6 +340,12 @@ class Node : public sc_core::sc_module {
   // Per child instruction of `p` (child: the children's MachineTree nodes), whether it keeps
   // its output tile for the next piece (LevelSpec::hold_partial_sums).
   std::vector<char> holds_for(const Piece& p, const std::vector<size_t>& child);
+  // A child's static input that its instruction does not read (StaticUse::room) is loaded all
+  // the same where this node holds valid bytes of it for the piece `p`: its static segment
+  // loaded it, or it is the root (the main memory); then the child's next instruction, which
+  // reads it, finds it.
+  void loaded_here(const Piece& p, const InstructionPlan& plan,
+                   std::vector<StaticRequest>& requests) const;
   // The earlier pieces in flight here, not yet retired, whose outputs `p`'s children read or
   // write, or whose inputs they write; per child instruction, its relation to each.
   std::vector<std::vector<After>> settles_for(const Piece& p);

@@ -114,6 +114,7 @@ void settle_residents(SegmentLayout& layout, const InstructionPlan& plan,
     if (layout.hit[n + k]) layout.resident.push_back(std::move(found[k]));
   layout.local.resize(n);
   layout.hit.resize(n);
+  layout.room.resize(n);
 }
 
 void append_after(std::vector<int64_t>& key, const std::vector<After>& after) {
@@ -141,6 +142,7 @@ void append_meets(std::vector<int64_t>& key, const isa::OpDef& op, const isa::In
 // The parts of a layout a leaf's timing reads (Node::alike_layouts).
 void append_hits(std::vector<int64_t>& key, const SegmentLayout& layout) {
   for (bool h : layout.hit) key.push_back(h ? 1 : 0);
+  for (bool r : layout.room) key.push_back(r ? 1 : 0);
   key.push_back(layout.out_hit ? 1 : 0);
 }
 
@@ -180,6 +182,21 @@ bool one_resident_group(const InstructionPlan& plan) {
 }
 
 }  // namespace
+
+void Node::loaded_here(const Piece& p, const InstructionPlan& plan,
+                       std::vector<StaticRequest>& requests) const {
+  for (size_t k = 0; k < plan.requests.size(); ++k) {
+    if (requests[k].use != StaticUse::room) continue;
+    if (is_root_) {
+      requests[k].use = StaticUse::load;
+      continue;
+    }
+    const std::vector<int>& mine = p.plan->static_operands;
+    const auto it = std::find(mine.begin(), mine.end(), plan.static_operands[k]);
+    if (it != mine.end() && p.plan->requests[it - mine.begin()].use == StaticUse::load)
+      requests[k].use = StaticUse::load;
+  }
+}
 
 const std::pair<isa::Instruction, std::shared_ptr<const InstructionPlan>>& Node::class_entry(
     const isa::OpDef& op, const isa::Instruction& instr, size_t child, bool run) {
@@ -232,7 +249,7 @@ bool Node::below_keeps_whole_outputs() const {
 
 bool Node::alike_layouts(const SegmentLayout& a, const SegmentLayout& b) const {
   if (!leaves_below()) return a == b;
-  return a.hit == b.hit && a.out_hit == b.out_hit;
+  return a.hit == b.hit && a.room == b.room && a.out_hit == b.out_hit;
 }
 
 void Node::append_alike_layout(std::vector<int64_t>& key, const SegmentLayout& layout) const {
@@ -256,7 +273,10 @@ std::vector<std::shared_ptr<const Broadcast>> Node::plan_broadcasts(
   for (const ChildClass& k : classes) {
     const isa::Instruction& first = instrs[k.members[0]];
     for (size_t s = 0; s < k.plan->requests.size(); ++s) {
-      if (k.layout.hit[s] || k.plan->requests[s].use != StaticUse::load) continue;
+      // Loaded: a load request, or room this node holds valid bytes for (loaded_here).
+      const StaticUse use = k.plan->requests[s].use;
+      if (k.layout.hit[s] || k.layout.room[s] || (use != StaticUse::load && use != StaticUse::room))
+        continue;
       const int o = k.plan->static_operands[s];
       for (int m : k.members) {
         isa::TensorRef v = k.plan->requests[s].view;
@@ -447,6 +467,7 @@ void Node::dispatch(const Piece& p) {
   };
   const bool residents = below_keeps_whole_outputs();
   auto place = [&](size_t i, std::vector<StaticRequest> requests, const InstructionPlan& plan) {
+    loaded_here(p, plan, requests);
     TensorPermutationTable& table = tree.tpt(child[i]);
     std::vector<ResidentInput> found;
     if (residents) found = resident_inputs(op, instrs[i], plan, table, requests);
@@ -676,6 +697,7 @@ bool Node::dispatch_beside(const Piece& p) {
     plan[i] = own[i];
     std::vector<StaticRequest> requests =
         fresh ? plan[i]->requests : translated_requests(*own[f], instrs[f], instrs[i]);
+    loaded_here(p, *plan[i], requests);
     std::vector<std::pair<uint64_t, uint64_t>> busy;
     for (const auto& d : q.dispatches)
       busy.insert(busy.end(), d->runs[i].busy.begin(), d->runs[i].busy.end());

@@ -289,13 +289,16 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
   bool evicted = false;
   Entries& all = entries();              // unshared from here on
   std::vector<Entry>& table = all.list;  // its uses change here, its entries through `all`
-  // Requests naming the same view share one tile.
+  // Requests naming the same view share one tile, led by the first of them that loads it.
   std::vector<size_t> uniq_of(requests.size());
-  std::vector<size_t> uniq;  // first request of each distinct view
+  std::vector<size_t> uniq;  // the leading request of each distinct view
   for (size_t r = 0; r < requests.size(); ++r) {
     size_t u = 0;
     while (u < uniq.size() && requests[uniq[u]].view != requests[r].view) ++u;
-    if (u == uniq.size()) uniq.push_back(r);
+    if (u == uniq.size())
+      uniq.push_back(r);
+    else if (requests[uniq[u]].use == StaticUse::room && requests[r].use == StaticUse::load)
+      uniq[u] = r;
     uniq_of[r] = u;
   }
 
@@ -362,8 +365,10 @@ std::optional<SegmentLayout> TensorPermutationTable::place_among(
       out.cyclic_base = cyclic_base;
       out.local.reserve(requests.size());
       out.hit.reserve(requests.size());
+      out.room.reserve(requests.size());
       for (size_t r = 0; r < requests.size(); ++r) {
         out.local.push_back(local[uniq_of[r]]);
+        out.room.push_back(requests[r].use == StaticUse::room);
         // A second request for a view loaded now is not loaded twice: it counts as a hit.
         out.hit.push_back(hit[uniq_of[r]] || uniq[uniq_of[r]] != r);
       }

@@ -36,6 +36,10 @@ enum class StaticUse : uint8_t {
   output,    // the instruction's whole output: room only, no entry until it is kept (keep())
   resident,  // an entry already held (containing()), kept in place for the instruction: a hit,
              // or, when it had to be evicted after all, a miss given no room
+  room,      // an input no piece of the instruction reads (an epilogue's operand, read only by
+             // the last piece of a split reduce dim, on an instruction before that one), which
+             // the parent has not loaded (Node::loaded_here): found resident (a hit), or given
+             // room only, neither loaded nor entered
 };
 
 // One operand the current instruction keeps in the static segment.
@@ -74,13 +78,14 @@ struct SegmentLayout {
   uint64_t cyclic_base = 0;     // the cyclic segment starts here
   std::vector<uint64_t> local;  // per request: where its tile is
   std::vector<bool> hit;        // per request: already resident, no load needed
+  std::vector<bool> room;       // per request: given room only (StaticUse::room), never loaded
   // The output tile the first piece accumulates onto is the node's own kept output, already at
   // the start of the cyclic segment (its first accumulator): not loaded again.
   bool out_hit = false;
   std::vector<ResidentInput> resident;  // in operand order
 
   bool operator==(const SegmentLayout& o) const {
-    return cyclic_base == o.cyclic_base && local == o.local && hit == o.hit &&
+    return cyclic_base == o.cyclic_base && local == o.local && hit == o.hit && room == o.room &&
            out_hit == o.out_hit && resident == o.resident;
   }
 };

@@ -305,7 +305,7 @@ TEST_CASE("a node splits every piece of an instruction as its first: the plain r
   o.max_pieces = 3;
   const OracleResult r = map_instruction(spec, ops, p, 0, o);
   CHECK(r.chosen.parts == std::vector<int64_t>{2, 1, 2, 1, 1, 1, 1, 1, 1, 1});
-  CHECK(r.chosen_cycles == 147271);
+  CHECK(r.chosen_cycles == 141143);
   CHECK(r.chosen_pinned_cycles == r.chosen_cycles);
 }
 

@@ -686,6 +686,51 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "an epilogue's bias and residual are loaded by the instruction that reads them, not before") {
+  // a[4,128] x b[128,4] + bias[4] + res[4,4] -> out[4,4] f32 (matmul_bias_add_act) on the
+  // machine above, the mid two sub-blocks deep. The mid is pinned to tiles of M 2 and K 64:
+  // pieces (M0, K0), (M0, K1), (M1, K0), (M1, K1), the first of each M tile with `epilogue`
+  // clear, the second completing the sum. The mid keeps the bias (16 B) static and loads it
+  // once; each residual tile (2 x 4 x 4 = 32 B) lies in the sub-block of the piece that reads
+  // it, loaded by that piece alone: a 4 x 512 + b 4 x 1024 + 16 + 2 x 32 = 6,224 B.
+  // The core takes each job whole (one piece; 1,728 B of its 2,112), so it holds no partial
+  // sums across them: each job loads a and b (1,536 B), a job completing a tile reads back the
+  // 32 B the first wrote, and its residual (32 B); the first job loads the bias, which the mid
+  // holds in its static segment (the same view for all four: the others find it): 4 x 1536 +
+  // 2 x 32 + 2 x 32 + 16 = 6,288 B. A job that clears `epilogue` gives the residual, which the
+  // mid has not loaded for it, room only: loading it, the first job read 32 B of a sub-block
+  // the mid had not filled (6,320 B).
+  const std::string yaml = held_machine(
+      "    pipeline_depth: 2\n    memory: {capacity: 4608 B, bandwidth: 64 GB/s}\n"
+      "    overlap: false\n    prefetch: false\n",
+      "    overlap: false\n    prefetch: false\n", "true");
+  const isa::Program p = isa::assemble(
+      ".program mmr\n"
+      ".footprint 12800\n"
+      ".data random 0x0 f32 512 seed=1 lo=-1 hi=1\n"
+      ".data random 0x1000 f32 512 seed=2 lo=-1 hi=1\n"
+      ".data random 0x2100 f32 4 seed=3 lo=-1 hi=1\n"
+      ".data random 0x2200 f32 16 seed=4 lo=-1 hi=1\n"
+      ".symbol output out f32@0x2000[1,4,4:16,4,1]\n"
+      "matmul_bias_add_act a=f32@0x0[1,4,128:512,128,1] b=f32@0x1000[1,128,4:512,4,1] "
+      "bias=f32@0x2100[4:1] res=f32@0x2200[1,4,4:16,4,1] out=f32@0x2000[1,4,4:16,4,1] "
+      "accumulate=0 epilogue=1 act=none alpha=0.01 lo=0 hi=6\n",
+      "mmr.fasm", isa::OpTable::builtin());
+  const SimOptions o = mid_tiling(p, {1, 2, 4, 64});  // B, M, N, K
+  for (Mode mode : {Mode::timing, Mode::functional}) {
+    CAPTURE(mode == Mode::timing);
+    const RunResult r =
+        simulate(parse_machine_spec(yaml, "two.yaml"), isa::OpTable::builtin(), p, mode, o);
+    CHECK(counter(r, 1, Counter::pieces) == 4);
+    CHECK(counter(r, 1, Counter::load_bytes) == 4 * 512 + 4 * 1024 + 16 + 2 * 32);
+    CHECK(counter(r, 2, Counter::pieces) == 4);
+    CHECK(counter(r, 2, Counter::load_bytes) == 4 * 1536 + 2 * 32 + 2 * 32 + 16);
+    CHECK(counter(r, 2, Counter::store_bytes) == 4 * 32);
+    if (mode == Mode::functional) CHECK(r.memory == isa::run_reference(p, isa::OpTable::builtin()));
+  }
+}
+
+TEST_CASE(
     "held partial sums issued beside: the core's next instruction continues the held tile while "
     "the one before drains") {
   // a[4,256] x b[256,4] -> out[4,4] f32 on root -> mid -> core, links 16 GB/s with 10 ns
